@@ -1,0 +1,38 @@
+# rocefab: the two commands a newcomer needs are `make demo` and `make test`.
+# Both install missing Debian packages first (idempotently), then configure and
+# build with CMake into build/.
+
+BUILD_DIR ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= $(shell nproc)
+ARGS ?=
+CTEST_ARGS ?=
+
+.PHONY: all deps configure build test demo bench clean format
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD_DIR) $(ARGS)
+
+bench: build
+	@bash scripts/bench.sh $(BUILD_DIR)
+
+format:
+	@git ls-files '*.cc' '*.h' | xargs clang-format -i
+
+clean:
+	@rm -rf $(BUILD_DIR)

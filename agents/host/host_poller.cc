@@ -1,0 +1,107 @@
+#include "agents/host/host_poller.h"
+
+#include "common/strings.h"
+#include "common/counters.h"
+#include "common/log.h"
+
+namespace rocefab::hostd {
+namespace {
+constexpr char kLog[] = "poller";
+}
+
+HostPoller::HostPoller(std::string host, Sources sources, const Clock& clock)
+    : host_(std::move(host)), sources_(sources), clock_(clock) {}
+
+HostSnapshot HostPoller::Poll() {
+  HostSnapshot snapshot;
+  snapshot.host = host_;
+  snapshot.timestamp_us = clock_.NowUs();
+  RdmaSysfsReader sysfs(*sources_.sysfs);
+  snapshot.nics = sysfs.ReadAll(&snapshot.health);
+  for (NicReading& nic : snapshot.nics) {
+    if (nic.netdev.empty()) continue;
+    if (sources_.ethtool != nullptr) {
+      auto stats = sources_.ethtool->Read(nic.netdev);
+      if (stats.ok()) {
+        MapEthtoolStats(*stats, &nic);
+      } else {
+        ++snapshot.health.source_errors;
+        LOG_DEBUG(kLog, stats.status().message());
+      }
+    }
+    if (sources_.links != nullptr) {
+      auto link = sources_.links->Read(nic.netdev);
+      if (link.ok()) {
+        // Netlink carrier is the Ethernet truth; it overrides sysfs state.
+        nic.link_up = link->carrier;
+        if (link->has_carrier_changes) nic.counters["carrier_changes"] = link->carrier_changes;
+      } else if (!absl::IsNotFound(link.status())) {
+        ++snapshot.health.source_errors;
+        LOG_DEBUG(kLog, link.status().message());
+      }
+    }
+  }
+  return snapshot;
+}
+
+nlohmann::json SnapshotToJson(const HostSnapshot& snapshot) {
+  nlohmann::json nics = nlohmann::json::array();
+  for (const NicReading& nic : snapshot.nics) {
+    nlohmann::json counters = nlohmann::json::object();
+    for (const auto& [name, value] : nic.counters) counters[name] = value;
+    for (const auto& [name, by_prio] : nic.per_prio) {
+      nlohmann::json prios = nlohmann::json::object();
+      for (const auto& [prio, value] : by_prio) prios[std::to_string(prio)] = value;
+      counters[name] = std::move(prios);
+    }
+    if (nic.link_up) counters["link_up"] = *nic.link_up ? 1 : 0;
+    if (nic.rate_bytes_per_second) counters["rate_bytes_per_second"] = *nic.rate_bytes_per_second;
+    nics.push_back({{"device", nic.device},
+                    {"port", nic.port},
+                    {"netdev", nic.netdev.empty() ? nlohmann::json(nullptr) : nlohmann::json(nic.netdev)},
+                    {"counters", std::move(counters)}});
+  }
+  return {{"host", snapshot.host},
+          {"timestamp_us", snapshot.timestamp_us},
+          {"nics", std::move(nics)},
+          {"health",
+           {{"skipped_values", snapshot.health.skipped_values},
+            {"parse_errors", snapshot.health.parse_errors},
+            {"source_errors", snapshot.health.source_errors}}}};
+}
+
+void AppendSnapshot(const HostSnapshot& snapshot, BatchBuilder* builder,
+                    v1::TelemetryBatch* batch) {
+  for (const NicReading& nic : snapshot.nics) {
+    v1::EntitySamples* entity =
+        builder->AddEntity(batch, v1::SCOPE_NIC, StrCat(snapshot.host, "/", nic.device),
+                           nic.port, nic.netdev, snapshot.timestamp_us);
+    for (const auto& [name, value] : nic.counters) {
+      if (const CounterDef* def = FindCounter(v1::SCOPE_NIC, name))
+        builder->AddValue(entity, *def, std::nullopt, std::nullopt, value);
+    }
+    for (const auto& [name, by_prio] : nic.per_prio) {
+      const CounterDef* def = FindCounter(v1::SCOPE_NIC, name);
+      if (def == nullptr) continue;
+      for (const auto& [prio, value] : by_prio) builder->AddValue(entity, *def, prio, std::nullopt, value);
+    }
+    if (nic.link_up)
+      builder->AddValue(entity, *FindCounter(v1::SCOPE_NIC, "link_up"), std::nullopt, std::nullopt,
+                        *nic.link_up ? 1 : 0);
+    if (nic.rate_bytes_per_second)
+      builder->AddValue(entity, *FindCounter(v1::SCOPE_NIC, "rate_bytes_per_second"),
+                        std::nullopt, std::nullopt, *nic.rate_bytes_per_second);
+  }
+  auto* health = batch->mutable_health();
+  health->set_skipped_values(health->skipped_values() + snapshot.health.skipped_values);
+  health->set_parse_errors(health->parse_errors() + snapshot.health.parse_errors);
+  health->set_source_errors(health->source_errors() + snapshot.health.source_errors);
+}
+
+std::string ReadHostBootId(const FsRoot& proc_root) {
+  auto text = proc_root.ReadFile("sys/kernel/random/boot_id");
+  if (!text.ok()) return "";
+  return std::string(Trim(*text));
+}
+
+}  // namespace rocefab::hostd

@@ -1,0 +1,61 @@
+#pragma once
+// One poll of everything rocefab-hostd reads on a GPU host: RDMA sysfs
+// counters, ethtool statistics and netlink link state, for every RDMA port.
+// Owns nothing but references to its sources; one thread at a time.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agents/host/ethtool_stats.h"
+#include "agents/host/link_state.h"
+#include "agents/host/rdma_sysfs.h"
+#include "common/batch_builder.h"
+#include "common/clock.h"
+#include "common/fs_root.h"
+#include "rocefab/v1/telemetry.pb.h"
+
+namespace rocefab::hostd {
+
+struct HostSnapshot {
+  std::string host;
+  int64_t timestamp_us = 0;
+  std::vector<NicReading> nics;
+  ReadHealth health;
+};
+
+class HostPoller final {
+ public:
+  struct Sources {
+    const FsRoot* sysfs = nullptr;       // required
+    EthtoolSource* ethtool = nullptr;    // optional
+    LinkStateSource* links = nullptr;    // optional
+  };
+
+  HostPoller(std::string host, Sources sources, const Clock& clock);
+
+  HostSnapshot Poll();
+
+ private:
+  std::string host_;
+  Sources sources_;
+  const Clock& clock_;
+};
+
+// The `--once -o json` shape:
+//   {"host": H, "nics": [{"device": "mlx5_0", "port": 1, "netdev": "eth2" | null,
+//     "counters": {"rx_bytes": N, "pfc_rx_pause_frames": {"3": N}, ...}}],
+//    "health": {"skipped_values": N, "parse_errors": N, "source_errors": N}}
+nlohmann::json SnapshotToJson(const HostSnapshot& snapshot);
+
+// Appends a snapshot to a batch: one SCOPE_NIC entity per RDMA port,
+// "<host>/<device>".
+void AppendSnapshot(const HostSnapshot& snapshot, BatchBuilder* builder,
+                    v1::TelemetryBatch* batch);
+
+// The kernel boot id from <proc-root>/sys/kernel/random/boot_id, or "" if unreadable.
+std::string ReadHostBootId(const FsRoot& proc_root);
+
+}  // namespace rocefab::hostd

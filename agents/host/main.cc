@@ -1,0 +1,187 @@
+// rocefab-hostd: the per-GPU-host agent. Wires config, sources, poller,
+// shipper and the poll loop; the logic lives in the modules.
+//
+//   Poll loop (io thread) -> TelemetryShipper queue -> collector stream
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "agents/host/ethtool_stats.h"
+#include "agents/host/host_agent.h"
+#include "agents/host/host_poller.h"
+#include "agents/host/link_state.h"
+#include "common/config_loader.h"
+#include "common/duration.h"
+#include "common/grpc_util.h"
+#include "common/log.h"
+#include "common/sd_notify.h"
+#include "common/telemetry_shipper.h"
+#include "rocefab/v1/config.pb.h"
+
+namespace {
+
+std::string SystemHostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+void PrintTable(const rocefab::hostd::HostSnapshot& snapshot) {
+  std::printf("host %s\n", snapshot.host.c_str());
+  for (const auto& nic : snapshot.nics) {
+    std::printf("\n%s port %u  netdev %s\n", nic.device.c_str(), nic.port,
+                nic.netdev.empty() ? "-" : nic.netdev.c_str());
+    for (const auto& [name, value] : nic.counters)
+      std::printf("  %-28s %20llu\n", name.c_str(), static_cast<unsigned long long>(value));
+    for (const auto& [name, by_prio] : nic.per_prio)
+      for (const auto& [prio, value] : by_prio)
+        std::printf("  %-22s prio=%u %20llu\n", name.c_str(), prio,
+                    static_cast<unsigned long long>(value));
+    if (nic.link_up) std::printf("  %-28s %20d\n", "link_up", *nic.link_up ? 1 : 0);
+    if (nic.rate_bytes_per_second)
+      std::printf("  %-28s %20llu\n", "rate_bytes_per_second",
+                  static_cast<unsigned long long>(*nic.rate_bytes_per_second));
+  }
+  std::printf("\nskipped %llu, parse errors %llu, source errors %llu\n",
+              static_cast<unsigned long long>(snapshot.health.skipped_values),
+              static_cast<unsigned long long>(snapshot.health.parse_errors),
+              static_cast<unsigned long long>(snapshot.health.source_errors));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace rocefab;
+  CLI::App app{
+      "rocefab-hostd: reads RDMA NIC counters (sysfs), PFC/pause statistics (ethtool) and link "
+      "state (netlink) on a GPU host and streams them to rocefab-collectord.\n"
+      "Flags override the config file; the config file overrides the defaults."};
+  app.get_formatter()->column_width(36);
+  std::string config_path, collector = "127.0.0.1:9410", interval = "1s", sysfs_root = "/sys",
+                           proc_root = "/proc", ethtool_dir, host_name, output = "json",
+                           log_level = "info";
+  bool once = false, no_netlink = false;
+  app.add_option("--config", config_path, "YAML config file (keys: see deploy/config/hostd.yaml)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--collector", collector, "rocefab-collectord gRPC address")->capture_default_str();
+  app.add_option("--interval", interval, "poll interval, e.g. 1s, 500ms")->capture_default_str();
+  app.add_option("--sysfs-root", sysfs_root, "where sysfs is mounted (like node_exporter's --path.sysfs)")
+      ->capture_default_str();
+  app.add_option("--proc-root", proc_root, "where procfs is mounted")->capture_default_str();
+  app.add_option("--ethtool-dir", ethtool_dir,
+                 "read DIR/<netdev>/statistics (`ethtool -S` text) instead of the SIOCETHTOOL ioctl");
+  app.add_option("--host-name", host_name, "host name to report (default: the system hostname)");
+  app.add_flag("--no-netlink", no_netlink, "do not read link state through netlink");
+  app.add_flag("--once", once, "print one snapshot of cumulative values and exit");
+  app.add_option("-o,--output", output, "--once output format")
+      ->check(CLI::IsMember({"json", "table"}))
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  log::Level level;
+  if (!log::ParseLevel(log_level, &level)) {
+    std::cerr << "rocefab-hostd: --log-level: unknown level '" << log_level << "'\n";
+    return 2;
+  }
+  log::SetMinLevel(level);
+
+  v1::HostdConfig config;
+  config.set_collector(collector);
+  config.set_sysfs_root(sysfs_root);
+  config.set_proc_root(proc_root);
+  config.set_netlink(true);
+  config.set_max_pending_batches(3600);
+  if (!config_path.empty()) {
+    if (auto status = LoadYamlConfigFile(config_path, &config); !status.ok()) {
+      std::cerr << "rocefab-hostd: " << status.message() << "\n";
+      return 2;
+    }
+  }
+  // Flags given on the command line win over the file.
+  if (app.count("--collector")) config.set_collector(collector);
+  if (app.count("--sysfs-root")) config.set_sysfs_root(sysfs_root);
+  if (app.count("--proc-root")) config.set_proc_root(proc_root);
+  if (app.count("--ethtool-dir")) config.set_ethtool_dir(ethtool_dir);
+  if (app.count("--host-name")) config.set_host_name(host_name);
+  if (no_netlink) config.set_netlink(false);
+  int64_t interval_us = 1'000'000;
+  if (config.has_interval() && !app.count("--interval"))
+    interval_us = config.interval().seconds() * 1'000'000 + config.interval().nanos() / 1000;
+  else {
+    auto parsed = ParseDurationUs(interval);
+    if (!parsed.ok()) {
+      std::cerr << "rocefab-hostd: --interval: " << parsed.status().message() << "\n";
+      return 2;
+    }
+    interval_us = *parsed;
+  }
+  if (interval_us < 10'000) {
+    std::cerr << "rocefab-hostd: interval must be at least 10ms\n";
+    return 2;
+  }
+  if (config.host_name().empty()) config.set_host_name(SystemHostName());
+
+  const Clock& clock = SystemClock::Instance();
+  FsRoot sysfs(config.sysfs_root());
+  FsRoot proc(config.proc_root());
+  std::unique_ptr<hostd::EthtoolSource> ethtool;
+  if (config.ethtool_dir().empty()) ethtool = std::make_unique<hostd::IoctlEthtoolSource>();
+  else ethtool = std::make_unique<hostd::TextEthtoolSource>(config.ethtool_dir());
+  std::unique_ptr<hostd::NetlinkLinkSource> links;
+  if (config.netlink()) links = std::make_unique<hostd::NetlinkLinkSource>();
+  hostd::HostPoller poller(config.host_name(), {&sysfs, ethtool.get(), links.get()}, clock);
+
+  if (once) {
+    hostd::HostSnapshot snapshot = poller.Poll();
+    if (output == "json") std::cout << hostd::SnapshotToJson(snapshot).dump(2) << "\n";
+    else PrintTable(snapshot);
+    return 0;
+  }
+
+  if (auto status = ValidateTls(config.tls()); !status.ok()) {
+    std::cerr << "rocefab-hostd: " << status.message() << "\n";
+    return 2;
+  }
+  TelemetryShipper::Options shipper_options;
+  shipper_options.target = config.collector();
+  shipper_options.tls = config.tls();
+  shipper_options.agent_id = config.host_name();
+  shipper_options.agent_kind = v1::AGENT_KIND_HOST;
+  shipper_options.max_pending = config.max_pending_batches();
+  TelemetryShipper shipper(shipper_options, clock);
+  if (auto status = shipper.Start(); !status.ok()) {
+    std::cerr << "rocefab-hostd: " << status.message() << "\n";
+    return 2;
+  }
+  hostd::HostAgent agent(interval_us, poller, shipper, proc, clock);
+  boost::asio::io_context io;
+  LOG_INFO("hostd", "host ", config.host_name(), ": polling every ", FormatDurationUs(interval_us),
+           ", shipping to ", config.collector(), " (agent boot id ", shipper.agent_boot_id(), ")");
+  systemd::NotifyReady(StrCat("polling host=", config.host_name(),
+                                    " collector=", config.collector()));
+  agent.Run(io, /*flush_timeout_us=*/3'000'000);
+
+  // One JSON line of delivery accounting, for operators and tests.
+  const auto stats = shipper.stats();
+  std::cout << nlohmann::json{{"event", "exit"},
+                              {"agent_id", config.host_name()},
+                              {"agent_boot_id", shipper.agent_boot_id()},
+                              {"polls", agent.polls()},
+                              {"enqueued", stats.enqueued},
+                              {"last_seq", stats.last_seq},
+                              {"acked_stored", stats.acked_stored},
+                              {"acked_duplicate", stats.acked_duplicate},
+                              {"max_acked_seq", stats.max_acked_seq},
+                              {"rejected", stats.rejected},
+                              {"dropped_overflow", stats.dropped_overflow},
+                              {"pending", stats.pending},
+                              {"stream_failures", stats.stream_failures},
+                              {"sent", stats.sent}}
+                   .dump()
+            << std::endl;
+  return 0;
+}

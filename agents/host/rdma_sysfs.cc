@@ -1,0 +1,158 @@
+#include "agents/host/rdma_sysfs.h"
+
+#include <charconv>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "common/strings.h"
+#include "common/counters.h"
+#include "common/log.h"
+
+namespace rocefab::hostd {
+namespace {
+constexpr char kLog[] = "sysfs";
+constexpr char kInfiniband[] = "class/infiniband";
+}  // namespace
+
+ValueParse ParseSysfsCounter(std::string_view text, uint64_t* value) {
+  text = Trim(text);
+  if (text.starts_with("N/A")) return ValueParse::kNotAvailable;
+  if (text.empty()) return ValueParse::kGarbage;
+  uint64_t parsed = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return ValueParse::kGarbage;
+  *value = parsed;
+  return ValueParse::kOk;
+}
+
+bool ParseRate(std::string_view text, uint64_t* bytes_per_second) {
+  // The kernel prints "%d%s Gb/sec (%dX %s)", e.g. "2.5 Gb/sec (1X SDR)" or
+  // "400 Gb/sec (4X NDR)".
+  text = Trim(text);
+  size_t space = text.find(' ');
+  if (space == std::string_view::npos) return false;
+  std::string_view number = text.substr(0, space);
+  std::string_view rest = text.substr(space + 1);
+  if (!rest.starts_with("Gb/sec")) return false;
+  double gbits = 0;
+  if (!absl::SimpleAtod(absl::string_view(number.data(), number.size()), &gbits) || gbits < 0 || gbits > 1e6) return false;
+  *bytes_per_second = static_cast<uint64_t>(gbits * 1e9 / 8.0 + 0.5);
+  return true;
+}
+
+bool ParseStateNumber(std::string_view text, int* number) {
+  text = Trim(text);
+  size_t colon = text.find(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  int parsed = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + colon, parsed);
+  if (ec != std::errc() || ptr != text.data() + colon) return false;
+  *number = parsed;
+  return true;
+}
+
+std::vector<NicReading> RdmaSysfsReader::ReadAll(ReadHealth* health) const {
+  std::vector<NicReading> nics;
+  auto devices = sysfs_.ListDir(kInfiniband);
+  if (!devices.ok()) {
+    if (!absl::IsNotFound(devices.status())) {
+      ++health->source_errors;
+      LOG_WARN(kLog, devices.status().message());
+    }
+    return nics;
+  }
+  for (const std::string& device : *devices) {
+    const std::string device_dir = StrCat(kInfiniband, "/", device);
+    std::string netdev;
+    if (auto nets = sysfs_.ListDir(StrCat(device_dir, "/device/net")); nets.ok() &&
+                                                                             !nets->empty())
+      netdev = nets->front();
+    auto ports = sysfs_.ListDir(StrCat(device_dir, "/ports"));
+    if (!ports.ok()) {
+      ++health->source_errors;
+      LOG_WARN(kLog, "device ", device, ": ", ports.status().message());
+      continue;
+    }
+    for (const std::string& port_name : *ports) {
+      uint32_t port = 0;
+      if (!absl::SimpleAtoi(absl::string_view(port_name), &port)) {
+        ++health->parse_errors;
+        continue;
+      }
+      NicReading nic;
+      nic.device = device;
+      nic.port = port;
+      nic.netdev = netdev;
+      ReadPort(StrCat(device_dir, "/ports/", port_name), &nic, health);
+      nics.push_back(std::move(nic));
+    }
+  }
+  return nics;
+}
+
+void RdmaSysfsReader::ReadPort(const std::string& port_dir, NicReading* nic,
+                               ReadHealth* health) const {
+  // Reads one counter file; true with *value set when it held a number.
+  auto read_value = [&](const std::string& relative, uint64_t* value, bool count_missing) {
+    auto text = sysfs_.ReadFile(relative);
+    if (!text.ok()) {
+      if (count_missing || !absl::IsNotFound(text.status())) ++health->skipped_values;
+      return false;
+    }
+    switch (ParseSysfsCounter(*text, value)) {
+      case ValueParse::kOk: return true;
+      case ValueParse::kNotAvailable: ++health->skipped_values; return false;
+      case ValueParse::kGarbage:
+        ++health->parse_errors;
+        LOG_DEBUG(kLog, relative, ": not a counter value");
+        return false;
+    }
+    return false;
+  };
+
+  for (const CounterDef& def : CountersOfScope(v1::SCOPE_NIC)) {
+    uint64_t value = 0;
+    bool ok = false;
+    if (def.source == CounterSource::kSysfsCounters) {
+      // The 64-bit counters_ext file stands in when the PMA counter is
+      // missing or unreadable.
+      const bool has_ext = !def.source_ext_name.empty();
+      ok = read_value(StrCat(port_dir, "/counters/", def.source_name), &value,
+                      /*count_missing=*/!has_ext);
+      if (!ok && has_ext) {
+        ok = read_value(StrCat(port_dir, "/counters_ext/", def.source_ext_name), &value,
+                        /*count_missing=*/false);
+      }
+    } else if (def.source == CounterSource::kSysfsHwCounters) {
+      ok = read_value(StrCat(port_dir, "/hw_counters/", def.source_name), &value,
+                      /*count_missing=*/true);
+    } else {
+      continue;
+    }
+    if (ok) nic->counters[std::string(def.name)] = value * def.multiplier;
+  }
+
+  if (auto rate = sysfs_.ReadFile(StrCat(port_dir, "/rate")); rate.ok()) {
+    uint64_t bps = 0;
+    if (ParseRate(*rate, &bps)) nic->rate_bytes_per_second = bps;
+    else ++health->parse_errors;
+  } else {
+    ++health->skipped_values;
+  }
+  // IB port state 4 is ACTIVE; phys_state 5 is LinkUp. The link is up when
+  // the physical layer is up, even while the logical state is still INIT.
+  int phys = 0, state = 0;
+  auto phys_text = sysfs_.ReadFile(StrCat(port_dir, "/phys_state"));
+  auto state_text = sysfs_.ReadFile(StrCat(port_dir, "/state"));
+  if (phys_text.ok() && ParseStateNumber(*phys_text, &phys)) {
+    nic->link_up = phys == 5;
+  } else if (state_text.ok() && ParseStateNumber(*state_text, &state)) {
+    nic->link_up = state == 4;
+  } else if (phys_text.ok() || state_text.ok()) {
+    ++health->parse_errors;
+  } else {
+    ++health->skipped_values;
+  }
+}
+
+}  // namespace rocefab::hostd

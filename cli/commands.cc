@@ -1,0 +1,175 @@
+#include "cli/commands.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/strings.h"
+#include "cli/table.h"
+#include "common/clock.h"
+#include "common/counters.h"
+#include "common/duration.h"
+#include "common/grpc_util.h"
+
+namespace rocefab::cli {
+namespace {
+
+absl::StatusOr<std::unique_ptr<v1::Query::Stub>> Connect(const GlobalOptions& global) {
+  v1::TlsSettings tls;
+  tls.set_ca(global.tls_ca);
+  tls.set_cert(global.tls_cert);
+  tls.set_key(global.tls_key);
+  auto channel = MakeChannel(global.collector, tls);
+  if (!channel.ok()) return channel.status();
+  return v1::Query::NewStub(*channel);
+}
+
+void SetDeadline(grpc::ClientContext* context, const GlobalOptions& global) {
+  context->set_deadline(std::chrono::system_clock::now() +
+                        std::chrono::milliseconds(global.timeout_ms));
+}
+
+int RpcFailed(const GlobalOptions& global, const grpc::Status& status, std::ostream& err) {
+  err << "rocefab: collector " << global.collector << ": " << status.error_message();
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
+    err << " (is rocefab-collectord running there? set --collector HOST:PORT)";
+  err << "\n";
+  return 1;
+}
+
+std::string AgentKindName(v1::AgentKind kind) {
+  switch (kind) {
+    case v1::AGENT_KIND_HOST: return "host";
+    case v1::AGENT_KIND_SWITCH: return "switch";
+    default: return "unknown";
+  }
+}
+
+}  // namespace
+
+int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err) {
+  auto stub = Connect(global);
+  if (!stub.ok()) {
+    err << "rocefab: " << stub.status().message() << "\n";
+    return 2;
+  }
+  grpc::ClientContext context;
+  SetDeadline(&context, global);
+  v1::ListAgentsResponse response;
+  grpc::Status status = (*stub)->ListAgents(&context, v1::ListAgentsRequest(), &response);
+  if (!status.ok()) return RpcFailed(global, status, err);
+
+  if (global.output == "json") {
+    nlohmann::json agents = nlohmann::json::array();
+    for (const auto& agent : response.agents()) {
+      agents.push_back({{"agent_id", agent.agent_id()},
+                        {"kind", AgentKindName(agent.kind())},
+                        {"connected", agent.connected()},
+                        {"agent_boot_id", agent.agent_boot_id()},
+                        {"host_boot_id", agent.host_boot_id()},
+                        {"first_seen_us", agent.first_seen_us()},
+                        {"last_seen_us", agent.last_seen_us()},
+                        {"batches", agent.batches()},
+                        {"samples", agent.samples()},
+                        {"last_seq", agent.last_seq()},
+                        {"skipped_values", agent.health().skipped_values()},
+                        {"parse_errors", agent.health().parse_errors()},
+                        {"source_errors", agent.health().source_errors()}});
+    }
+    out << nlohmann::json{{"agents", agents}, {"now_us", response.now_us()}}.dump(2) << "\n";
+    return 0;
+  }
+  Table table({"AGENT", "KIND", "CONNECTED", "LAST SEEN", "BATCHES", "SAMPLES", "SKIPPED",
+               "ERRORS"});
+  for (const auto& agent : response.agents()) {
+    table.AddRow({agent.agent_id(), AgentKindName(agent.kind()), agent.connected() ? "yes" : "no",
+                  Ago(response.now_us(), agent.last_seen_us()), StrCat(agent.batches()),
+                  StrCat(agent.samples()), StrCat(agent.health().skipped_values()),
+                  StrCat(agent.health().parse_errors() + agent.health().source_errors())});
+  }
+  if (table.rows() == 0) {
+    out << "no agents have reported to " << global.collector << " yet\n";
+    return 0;
+  }
+  table.Print(out);
+  return 0;
+}
+
+int RunCounters(const GlobalOptions& global, const CountersOptions& options, std::ostream& out,
+                std::ostream& err) {
+  auto since = ParseDurationUs(options.since);
+  if (!since.ok()) {
+    err << "rocefab: --since: " << since.status().message() << "\n";
+    return 2;
+  }
+  v1::GetCountersRequest request;
+  request.set_host(options.host);
+  request.set_device(options.device);
+  request.set_counter(options.counter);
+  if (!options.scope.empty()) {
+    v1::Scope scope;
+    if (!ParseScope(options.scope, &scope)) {
+      err << "rocefab: --scope: one of nic, port, queue, coll\n";
+      return 2;
+    }
+    request.set_scope(scope);
+  }
+  if (!options.counter.empty()) {
+    bool known = false;
+    for (const CounterDef& def : AllCounters()) known |= def.name == options.counter;
+    if (!known) {
+      err << "rocefab: --counter: '" << options.counter
+          << "' is not in the counter vocabulary (see docs/counters.md)\n";
+      return 2;
+    }
+  }
+  auto stub = Connect(global);
+  if (!stub.ok()) {
+    err << "rocefab: " << stub.status().message() << "\n";
+    return 2;
+  }
+  request.set_since_us(SystemClock::Instance().NowUs() - *since);
+  grpc::ClientContext context;
+  SetDeadline(&context, global);
+  v1::GetCountersResponse response;
+  grpc::Status status = (*stub)->GetCounters(&context, request, &response);
+  if (!status.ok()) return RpcFailed(global, status, err);
+
+  if (global.output == "json") {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& row : response.rows()) {
+      nlohmann::json j = {{"scope", ScopeName(row.scope())},
+                          {"entity", row.entity()},
+                          {"port", row.port()},
+                          {"counter", row.counter()},
+                          {"kind", row.kind() == v1::VALUE_KIND_COUNTER ? "counter" : "gauge"},
+                          {"value", row.value()},
+                          {"timestamp_us", row.timestamp_us()},
+                          {"rate_per_second",
+                           row.has_rate() ? nlohmann::json(row.rate_per_second()) : nullptr}};
+      if (row.has_prio()) j["prio"] = row.prio();
+      if (row.has_queue()) j["queue"] = row.queue();
+      rows.push_back(std::move(j));
+    }
+    out << nlohmann::json{{"counters", rows}, {"since", options.since}, {"now_us", response.now_us()}}
+                .dump(2)
+        << "\n";
+    return 0;
+  }
+  Table table({"ENTITY", "PORT", "COUNTER", "PRIO", "VALUE", "RATE/S", "UPDATED"});
+  for (const auto& row : response.rows()) {
+    table.AddRow({row.entity(), StrCat(row.port()), row.counter(),
+                  row.has_prio() ? StrCat(row.prio()) : "-", StrCat(row.value()),
+                  row.kind() != v1::VALUE_KIND_COUNTER ? "-"
+                  : row.has_rate()                     ? HumanRate(row.rate_per_second())
+                                                       : "n/a",
+                  Ago(response.now_us(), row.timestamp_us())});
+  }
+  if (table.rows() == 0) {
+    out << "no matching counters (check --host/--device/--counter, or `rocefab agents`)\n";
+    return 0;
+  }
+  table.Print(out);
+  return 0;
+}
+
+}  // namespace rocefab::cli

@@ -1,0 +1,30 @@
+#pragma once
+// The rocefab CLI's commands. Each returns the process exit code:
+// 0 success, 1 the collector answered with an error or was unreachable,
+// 2 bad usage.
+
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "rocefab/v1/query.grpc.pb.h"
+
+namespace rocefab::cli {
+
+struct GlobalOptions {
+  std::string collector = "127.0.0.1:9410";
+  std::string output = "table";  // or "json"
+  int timeout_ms = 10000;
+  std::string tls_ca, tls_cert, tls_key;
+};
+
+struct CountersOptions {
+  std::string host, device, counter, scope;
+  std::string since = "1m";
+};
+
+int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err);
+int RunCounters(const GlobalOptions& global, const CountersOptions& options, std::ostream& out,
+                std::ostream& err);
+
+}  // namespace rocefab::cli

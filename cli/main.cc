@@ -1,0 +1,47 @@
+// rocefab: the operator's command line. Tables for people, -o json for
+// scripts; exit 0 on success, 1 when the collector fails or is unreachable,
+// 2 on bad usage.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace rocefab::cli;
+  CLI::App app{"rocefab: troubleshoot the RoCE training fabric and drive its controller."};
+  app.require_subcommand(1);
+  app.get_formatter()->column_width(34);
+  GlobalOptions global;
+  app.add_option("--collector", global.collector, "rocefab-collectord gRPC address")
+      ->envname("ROCEFAB_COLLECTOR")
+      ->capture_default_str();
+  app.add_option("-o,--output", global.output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  app.add_option("--timeout-ms", global.timeout_ms, "RPC deadline")->capture_default_str();
+  app.add_option("--tls-ca", global.tls_ca, "CA file for mutual TLS");
+  app.add_option("--tls-cert", global.tls_cert, "client certificate for mutual TLS");
+  app.add_option("--tls-key", global.tls_key, "client key for mutual TLS");
+
+  auto* agents = app.add_subcommand("agents", "list agents with last-seen time and samples");
+  CountersOptions counters_options;
+  auto* counters = app.add_subcommand(
+      "counters", "latest counter values and per-second rates, from the collector's store");
+  counters->add_option("--host", counters_options.host, "host or switch name");
+  counters->add_option("--device", counters_options.device, "RDMA device (mlx5_0) or switch port");
+  counters->add_option("--counter", counters_options.counter,
+                       "vocabulary name, e.g. out_of_sequence, pfc_rx_pause_frames");
+  counters->add_option("--scope", counters_options.scope, "nic, port, queue or coll");
+  counters->add_option("--since", counters_options.since, "rate window, e.g. 30s, 5m")
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (agents->parsed()) return RunAgents(global, std::cout, std::cerr);
+  if (counters->parsed()) return RunCounters(global, counters_options, std::cout, std::cerr);
+  return 2;
+}

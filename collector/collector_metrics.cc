@@ -1,0 +1,66 @@
+#include "collector/collector_metrics.h"
+
+namespace rocefab::collector {
+namespace {
+
+prometheus::Family<prometheus::Counter>& Batches(prometheus::Registry& registry) {
+  return prometheus::BuildCounter()
+      .Name("rocefab_collector_batches_total")
+      .Help("Telemetry batches received, by outcome (stored, duplicate, rejected)")
+      .Register(registry);
+}
+
+}  // namespace
+
+CollectorMetrics::CollectorMetrics(prometheus::Registry& registry)
+    : batches_stored(Batches(registry).Add({{"result", "stored"}})),
+      batches_duplicate(Batches(registry).Add({{"result", "duplicate"}})),
+      batches_rejected(Batches(registry).Add({{"result", "rejected"}})),
+      samples_stored(prometheus::BuildCounter()
+                         .Name("rocefab_collector_samples_total")
+                         .Help("Counter samples committed to the store")
+                         .Register(registry)
+                         .Add({})),
+      samples_rejected(prometheus::BuildCounter()
+                           .Name("rocefab_collector_samples_rejected_total")
+                           .Help("Samples dropped because their counter is not in the vocabulary")
+                           .Register(registry)
+                           .Add({})),
+      store_errors(prometheus::BuildCounter()
+                       .Name("rocefab_collector_store_errors_total")
+                       .Help("Failed store transactions (their batches were not acked)")
+                       .Register(registry)
+                       .Add({})),
+      commits(prometheus::BuildCounter()
+                  .Name("rocefab_collector_commits_total")
+                  .Help("Store transactions committed")
+                  .Register(registry)
+                  .Add({})),
+      pruned_rows(prometheus::BuildCounter()
+                      .Name("rocefab_collector_pruned_rows_total")
+                      .Help("Rows deleted by retention")
+                      .Register(registry)
+                      .Add({})),
+      connected_agents(prometheus::BuildGauge()
+                           .Name("rocefab_collector_connected_agents")
+                           .Help("Agents with an open telemetry stream")
+                           .Register(registry)
+                           .Add({})),
+      ingest_queue_batches(prometheus::BuildGauge()
+                               .Name("rocefab_collector_ingest_queue_batches")
+                               .Help("Batches received but not yet committed")
+                               .Register(registry)
+                               .Add({})),
+      ingest_lag_seconds(prometheus::BuildGauge()
+                             .Name("rocefab_collector_ingest_lag_seconds")
+                             .Help("Commit time minus creation time of the newest committed batch")
+                             .Register(registry)
+                             .Add({})),
+      commit_seconds(prometheus::BuildHistogram()
+                         .Name("rocefab_collector_commit_seconds")
+                         .Help("Duration of store transactions")
+                         .Register(registry)
+                         .Add({}, prometheus::Histogram::BucketBoundaries{
+                                      0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1})) {}
+
+}  // namespace rocefab::collector

@@ -1,0 +1,29 @@
+#pragma once
+// The collector's self-metrics, declared in one place and registered on an
+// injected registry.
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+namespace rocefab::collector {
+
+struct CollectorMetrics {
+  explicit CollectorMetrics(prometheus::Registry& registry);
+
+  prometheus::Counter& batches_stored;
+  prometheus::Counter& batches_duplicate;
+  prometheus::Counter& batches_rejected;
+  prometheus::Counter& samples_stored;
+  prometheus::Counter& samples_rejected;
+  prometheus::Counter& store_errors;
+  prometheus::Counter& commits;
+  prometheus::Counter& pruned_rows;
+  prometheus::Gauge& connected_agents;
+  prometheus::Gauge& ingest_queue_batches;
+  prometheus::Gauge& ingest_lag_seconds;
+  prometheus::Histogram& commit_seconds;
+};
+
+}  // namespace rocefab::collector

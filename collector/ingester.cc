@@ -1,0 +1,106 @@
+#include "collector/ingester.h"
+
+#include "common/log.h"
+
+namespace rocefab::collector {
+namespace {
+constexpr char kLog[] = "ingest";
+}
+
+Ingester::Ingester(Options options, Store& store, LatestValues& latest, CollectorMetrics& metrics,
+                   const Clock& clock)
+    : options_(options), store_(store), latest_(latest), metrics_(metrics), clock_(clock) {
+  last_progress_us_ = clock_.MonotonicUs();
+  last_prune_us_ = last_progress_us_;
+}
+
+Ingester::~Ingester() { Stop(); }
+
+void Ingester::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void Ingester::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void Ingester::Submit(v1::TelemetryBatch batch, Done done) {
+  std::lock_guard lock(mu_);
+  queue_.push_back({std::move(batch), std::move(done)});
+  metrics_.ingest_queue_batches.Set(static_cast<double>(queue_.size()));
+  cv_.notify_one();
+}
+
+int64_t Ingester::last_progress_us() const {
+  std::lock_guard lock(mu_);
+  return last_progress_us_;
+}
+
+size_t Ingester::queued() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+void Ingester::Loop() {
+  for (;;) {
+    std::deque<Item> group;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_ || !queue_.empty(); });
+      last_progress_us_ = clock_.MonotonicUs();
+      if (queue_.empty() && stopping_) return;
+      // Everything that arrived while the last commit ran goes into this one.
+      while (!queue_.empty() && group.size() < options_.max_batches_per_commit) {
+        group.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      metrics_.ingest_queue_batches.Set(static_cast<double>(queue_.size()));
+    }
+    if (!group.empty()) CommitGroup(group);
+    const int64_t now = clock_.MonotonicUs();
+    if (options_.retention_us > 0 && now - last_prune_us_ >= options_.prune_every_us) {
+      last_prune_us_ = now;
+      auto pruned = store_.Prune(clock_.NowUs() - options_.retention_us);
+      if (pruned.ok()) metrics_.pruned_rows.Increment(static_cast<double>(*pruned));
+      else LOG_ERROR(kLog, "retention: ", pruned.status().message());
+    }
+  }
+}
+
+void Ingester::CommitGroup(std::deque<Item>& group) {
+  std::vector<const v1::TelemetryBatch*> batches;
+  batches.reserve(group.size());
+  for (const Item& item : group) batches.push_back(&item.batch);
+  const int64_t start_us = clock_.MonotonicUs();
+  auto outcomes = store_.WriteBatches(batches, clock_.NowUs());
+  metrics_.commit_seconds.Observe(static_cast<double>(clock_.MonotonicUs() - start_us) / 1e6);
+  if (!outcomes.ok()) {
+    metrics_.store_errors.Increment();
+    LOG_ERROR(kLog, "store failed, ", group.size(), " batches not acked: ",
+              outcomes.status().message());
+    for (Item& item : group) item.done(false, v1::ACK_STATUS_UNSPECIFIED);
+    return;
+  }
+  metrics_.commits.Increment();
+  int64_t newest_created_us = 0;
+  for (size_t i = 0; i < group.size(); ++i) {
+    const WriteOutcome& outcome = (*outcomes)[i];
+    if (outcome.status == v1::ACK_STATUS_STORED) {
+      metrics_.batches_stored.Increment();
+      latest_.Update(group[i].batch);
+      newest_created_us = std::max(newest_created_us, group[i].batch.created_us());
+    } else {
+      metrics_.batches_duplicate.Increment();
+    }
+    metrics_.samples_stored.Increment(static_cast<double>(outcome.samples_written));
+    metrics_.samples_rejected.Increment(static_cast<double>(outcome.samples_rejected));
+    group[i].done(true, outcome.status);
+  }
+  if (newest_created_us > 0)
+    metrics_.ingest_lag_seconds.Set(static_cast<double>(clock_.NowUs() - newest_created_us) / 1e6);
+}
+
+}  // namespace rocefab::collector

@@ -1,0 +1,149 @@
+// rocefab-collectord: stores agent telemetry and serves queries and /metrics.
+//
+//   agents -> TelemetryService (reactors) -> Ingester queue -> Store (SQLite)
+//   Ingester -> LatestValues -> /metrics
+//   CLI -> QueryService -> Store (reader connection)
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "collector/collector_metrics.h"
+#include "collector/ingester.h"
+#include "collector/latest_values.h"
+#include "collector/query_service.h"
+#include "collector/store.h"
+#include "collector/telemetry_service.h"
+#include "common/config_loader.h"
+#include "common/duration.h"
+#include "common/grpc_util.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/sd_notify.h"
+
+namespace {
+
+int64_t DurationUs(const google::protobuf::Duration& d) {
+  return d.seconds() * 1'000'000 + d.nanos() / 1000;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace rocefab;
+  CLI::App app{
+      "rocefab-collectord: receives telemetry from rocefab-hostd and rocefab-switchd, stores it "
+      "in SQLite, and serves the rocefab CLI (gRPC) and Prometheus (/metrics).\n"
+      "Flags override the config file; the config file overrides the defaults."};
+  app.get_formatter()->column_width(36);
+  std::string config_path, listen = "0.0.0.0:9410", db = "/var/lib/rocefab/collector.db",
+                           metrics_listen = "0.0.0.0:9411", retention = "7d", log_level = "info";
+  app.add_option("--config", config_path, "YAML config file (keys: see deploy/config/collectord.yaml)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--listen", listen, "gRPC address for agents and the CLI (port 0 picks one)")
+      ->capture_default_str();
+  app.add_option("--db", db, "SQLite database file")->capture_default_str();
+  app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address")
+      ->capture_default_str();
+  app.add_option("--retention", retention, "how long samples are kept, e.g. 7d, 12h")
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  log::Level level;
+  if (!log::ParseLevel(log_level, &level)) {
+    std::cerr << "rocefab-collectord: --log-level: unknown level '" << log_level << "'\n";
+    return 2;
+  }
+  log::SetMinLevel(level);
+
+  v1::CollectordConfig config;
+  config.set_listen(listen);
+  config.set_db(db);
+  config.set_metrics_listen(metrics_listen);
+  if (!config_path.empty()) {
+    if (auto status = LoadYamlConfigFile(config_path, &config); !status.ok()) {
+      std::cerr << "rocefab-collectord: " << status.message() << "\n";
+      return 2;
+    }
+  }
+  if (app.count("--listen")) config.set_listen(listen);
+  if (app.count("--db")) config.set_db(db);
+  if (app.count("--metrics-listen")) config.set_metrics_listen(metrics_listen);
+  int64_t retention_us = 0;
+  if (config.has_retention() && !app.count("--retention")) {
+    retention_us = DurationUs(config.retention());
+  } else {
+    auto parsed = ParseDurationUs(retention);
+    if (!parsed.ok()) {
+      std::cerr << "rocefab-collectord: --retention: " << parsed.status().message() << "\n";
+      return 2;
+    }
+    retention_us = *parsed;
+  }
+
+  // Signals are taken synchronously by the main thread; block them before
+  // any thread starts so none of gRPC's threads receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const Clock& clock = SystemClock::Instance();
+  auto store = collector::Store::Open({config.db(), config.relaxed_durability()});
+  if (!store.ok()) {
+    std::cerr << "rocefab-collectord: " << store.status().message() << "\n";
+    return 1;
+  }
+  auto registry = std::make_shared<prometheus::Registry>();
+  collector::CollectorMetrics metrics(*registry);
+  auto latest = std::make_shared<collector::LatestValues>();
+  collector::Ingester::Options ingest_options;
+  ingest_options.retention_us = retention_us;
+  collector::Ingester ingester(ingest_options, **store, *latest, metrics, clock);
+  collector::AgentRegistry agents(metrics);
+  collector::TelemetryService telemetry(ingester, agents, metrics);
+  collector::QueryService query(**store, agents, clock);
+
+  auto metrics_server = MetricsServer::Start(config.metrics_listen());
+  if (!metrics_server.ok()) {
+    std::cerr << "rocefab-collectord: " << metrics_server.status().message() << "\n";
+    return 1;
+  }
+  (*metrics_server)->Register(registry);
+  (*metrics_server)->Register(latest);
+
+  ingester.Start();
+  auto server = StartGrpcServer(config.listen(), config.tls(), {&telemetry, &query});
+  if (!server.ok()) {
+    std::cerr << "rocefab-collectord: " << server.status().message() << "\n";
+    ingester.Stop();
+    return 1;
+  }
+  const std::string status = StrCat("listening grpc=", server->bound_address,
+                                          " metrics=", (*metrics_server)->bound_address());
+  LOG_INFO("collectord", status, " db=", config.db(),
+           " retention=", FormatDurationUs(retention_us));
+  systemd::NotifyReady(status);
+
+  // Main loop: wait for a signal, pinging the watchdog while the ingester
+  // keeps making progress.
+  const int64_t watchdog_us = systemd::WatchdogPingIntervalUs();
+  const int64_t tick_us = watchdog_us > 0 ? std::min<int64_t>(watchdog_us, 1'000'000) : 1'000'000;
+  for (;;) {
+    timespec timeout{tick_us / 1'000'000, (tick_us % 1'000'000) * 1000};
+    const int signal = sigtimedwait(&signals, nullptr, &timeout);
+    if (signal == SIGINT || signal == SIGTERM) {
+      LOG_INFO("collectord", "signal ", signal, ": stopping");
+      break;
+    }
+    if (watchdog_us > 0 && clock.MonotonicUs() - ingester.last_progress_us() < 5 * 1'000'000)
+      systemd::NotifyWatchdog();
+  }
+  systemd::NotifyStopping();
+  server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  ingester.Stop();
+  server->server->Wait();
+  return 0;
+}

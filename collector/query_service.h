@@ -1,0 +1,28 @@
+#pragma once
+// The Query service the rocefab CLI talks to. Reads go to the store's reader
+// connection; the sync API's thread pool is ample for operator traffic.
+
+#include "collector/store.h"
+#include "collector/telemetry_service.h"
+#include "common/clock.h"
+#include "rocefab/v1/query.grpc.pb.h"
+
+namespace rocefab::collector {
+
+class QueryService final : public v1::Query::Service {
+ public:
+  QueryService(Store& store, const AgentRegistry& agents, const Clock& clock)
+      : store_(store), agents_(agents), clock_(clock) {}
+
+  grpc::Status ListAgents(grpc::ServerContext* context, const v1::ListAgentsRequest* request,
+                          v1::ListAgentsResponse* response) override;
+  grpc::Status GetCounters(grpc::ServerContext* context, const v1::GetCountersRequest* request,
+                           v1::GetCountersResponse* response) override;
+
+ private:
+  Store& store_;
+  const AgentRegistry& agents_;
+  const Clock& clock_;
+};
+
+}  // namespace rocefab::collector

@@ -1,0 +1,448 @@
+#include "collector/store.h"
+
+#include <algorithm>
+#include <map>
+
+#include "common/strings.h"
+#include "common/counters.h"
+#include "common/log.h"
+
+namespace rocefab::collector {
+namespace {
+
+constexpr char kLog[] = "store";
+constexpr int kSchemaVersion = 1;
+
+// The schema. docs/architecture.md explains each table.
+constexpr char kSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS meta(
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agents(
+  agent_id TEXT PRIMARY KEY,
+  kind INTEGER NOT NULL,
+  agent_boot_id TEXT NOT NULL,
+  host_boot_id TEXT NOT NULL,
+  first_seen_us INTEGER NOT NULL,
+  last_seen_us INTEGER NOT NULL,
+  batches INTEGER NOT NULL,
+  samples INTEGER NOT NULL,
+  last_seq INTEGER NOT NULL,
+  skipped_values INTEGER NOT NULL,
+  parse_errors INTEGER NOT NULL,
+  source_errors INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS batches(
+  agent_id TEXT NOT NULL,
+  agent_boot_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  created_us INTEGER NOT NULL,
+  received_us INTEGER NOT NULL,
+  n_samples INTEGER NOT NULL,
+  PRIMARY KEY(agent_id, agent_boot_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS batches_by_received ON batches(received_us);
+CREATE TABLE IF NOT EXISTS series(
+  id INTEGER PRIMARY KEY,
+  scope INTEGER NOT NULL,
+  entity TEXT NOT NULL,
+  port INTEGER NOT NULL,
+  counter TEXT NOT NULL,
+  prio INTEGER NOT NULL,
+  queue INTEGER NOT NULL,
+  kind INTEGER NOT NULL,
+  UNIQUE(scope, entity, port, counter, prio, queue)
+);
+CREATE INDEX IF NOT EXISTS series_by_entity ON series(entity);
+CREATE TABLE IF NOT EXISTS samples(
+  series_id INTEGER NOT NULL,
+  ts_us INTEGER NOT NULL,
+  value INTEGER NOT NULL,
+  delta INTEGER,
+  reset INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS samples_by_series ON samples(series_id, ts_us);
+CREATE INDEX IF NOT EXISTS samples_by_time ON samples(ts_us);
+)sql";
+
+absl::Status SqlError(sqlite3* db, std::string_view what) {
+  return absl::InternalError(StrCat("sqlite: ", what, ": ", sqlite3_errmsg(db)));
+}
+
+absl::Status Exec(sqlite3* db, const char* sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+    std::string message = error ? error : "unknown error";
+    sqlite3_free(error);
+    return absl::InternalError(StrCat("sqlite: ", message));
+  }
+  return absl::OkStatus();
+}
+
+// Resets a statement for reuse when it goes out of scope.
+struct Resetter {
+  sqlite3_stmt* stmt;
+  ~Resetter() {
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+  }
+};
+
+void BindText(sqlite3_stmt* stmt, int index, const std::string& text) {
+  sqlite3_bind_text(stmt, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+}
+
+std::string ColumnText(sqlite3_stmt* stmt, int column) {
+  const unsigned char* text = sqlite3_column_text(stmt, column);
+  return text ? reinterpret_cast<const char*>(text) : "";
+}
+
+// SQLite integers are signed 64-bit; counters are unsigned. Store the bits.
+int64_t ToDb(uint64_t value) { return static_cast<int64_t>(value); }
+uint64_t FromDb(int64_t value) { return static_cast<uint64_t>(value); }
+
+}  // namespace
+
+Statement::Statement(sqlite3* db, const char* sql) {
+  if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK) {
+    LOG_ERROR(kLog, "prepare failed: ", sqlite3_errmsg(db), " in: ", sql);
+    stmt_ = nullptr;
+  }
+}
+
+Statement::~Statement() {
+  if (stmt_) sqlite3_finalize(stmt_);
+}
+
+Statement& Statement::operator=(Statement&& other) noexcept {
+  if (this != &other) {
+    if (stmt_) sqlite3_finalize(stmt_);
+    stmt_ = other.stmt_;
+    other.stmt_ = nullptr;
+  }
+  return *this;
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
+  std::unique_ptr<Store> store(new Store());
+  if (auto status = store->Init(options); !status.ok()) return status;
+  return store;
+}
+
+absl::Status Store::Init(const StoreOptions& options) {
+  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  if (sqlite3_open_v2(options.path.c_str(), &writer_, flags, nullptr) != SQLITE_OK)
+    return absl::UnavailableError(StrCat("cannot open database ", options.path, ": ",
+                                               writer_ ? sqlite3_errmsg(writer_) : "out of memory"));
+  sqlite3_busy_timeout(writer_, 5000);
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA temp_store=MEMORY"}) {
+    if (auto status = Exec(writer_, pragma); !status.ok()) return status;
+  }
+  if (auto status = Exec(writer_, options.relaxed_durability ? "PRAGMA synchronous=NORMAL"
+                                                             : "PRAGMA synchronous=FULL");
+      !status.ok())
+    return status;
+  if (auto status = Exec(writer_, kSchema); !status.ok())
+    return absl::Status(status.code(), StrCat(options.path, ": ", status.message()));
+  // Refuse a file written by a newer schema rather than misreading it.
+  {
+    Statement get(writer_, "SELECT value FROM meta WHERE key='schema_version'");
+    if (sqlite3_step(get.get()) == SQLITE_ROW) {
+      const int version = std::stoi(ColumnText(get.get(), 0));
+      if (version > kSchemaVersion)
+        return absl::FailedPreconditionError(StrCat(
+            options.path, ": schema version ", version, " is newer than this collector's ",
+            kSchemaVersion));
+    }
+  }
+  if (auto status = Exec(writer_, StrCat("INSERT OR IGNORE INTO meta VALUES('schema_version','",
+                                               kSchemaVersion, "')")
+                                      .c_str());
+      !status.ok())
+    return status;
+
+  if (sqlite3_open_v2(options.path.c_str(), &reader_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK)
+    return absl::UnavailableError(StrCat("cannot open database ", options.path, " for reading"));
+  sqlite3_busy_timeout(reader_, 5000);
+
+  begin_ = Statement(writer_, "BEGIN IMMEDIATE");
+  commit_ = Statement(writer_, "COMMIT");
+  rollback_ = Statement(writer_, "ROLLBACK");
+  insert_batch_ = Statement(writer_,
+                            "INSERT OR IGNORE INTO batches(agent_id, agent_boot_id, seq, created_us, "
+                            "received_us, n_samples) VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
+  upsert_agent_ = Statement(writer_, R"sql(
+INSERT INTO agents(agent_id, kind, agent_boot_id, host_boot_id, first_seen_us, last_seen_us,
+                   batches, samples, last_seq, skipped_values, parse_errors, source_errors)
+VALUES(?1, ?2, ?3, ?4, ?5, ?5, 1, ?6, ?7, ?8, ?9, ?10)
+ON CONFLICT(agent_id) DO UPDATE SET
+  kind = ?2,
+  agent_boot_id = ?3,
+  host_boot_id = ?4,
+  last_seen_us = max(last_seen_us, ?5),
+  batches = batches + 1,
+  samples = samples + ?6,
+  last_seq = CASE WHEN agent_boot_id = ?3 THEN max(last_seq, ?7) ELSE ?7 END,
+  skipped_values = skipped_values + ?8,
+  parse_errors = parse_errors + ?9,
+  source_errors = source_errors + ?10
+)sql");
+  insert_series_ = Statement(writer_,
+                             "INSERT OR IGNORE INTO series(scope, entity, port, counter, prio, "
+                             "queue, kind) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+  find_series_ = Statement(writer_,
+                           "SELECT id FROM series WHERE scope=?1 AND entity=?2 AND port=?3 AND "
+                           "counter=?4 AND prio=?5 AND queue=?6");
+  insert_sample_ = Statement(writer_,
+                             "INSERT INTO samples(series_id, ts_us, value, delta, reset) "
+                             "VALUES(?1, ?2, ?3, ?4, ?5)");
+  for (const Statement* s : {&begin_, &commit_, &rollback_, &insert_batch_, &upsert_agent_,
+                             &insert_series_, &find_series_, &insert_sample_})
+    if (!s->ok()) return SqlError(writer_, "prepare");
+  return absl::OkStatus();
+}
+
+Store::~Store() {
+  // Statements must be finalized before their connection closes.
+  for (Statement* s : {&begin_, &commit_, &rollback_, &insert_batch_, &upsert_agent_,
+                       &insert_series_, &find_series_, &insert_sample_})
+    *s = Statement();
+  if (writer_) sqlite3_close(writer_);
+  if (reader_) sqlite3_close(reader_);
+}
+
+absl::StatusOr<int64_t> Store::SeriesId(const v1::EntitySamples& entity, const v1::Sample& sample) {
+  const int64_t prio = sample.has_prio() ? sample.prio() : -1;
+  const int64_t queue = sample.has_queue() ? sample.queue() : -1;
+  key_.clear();
+  StrAppend(&key_, entity.scope(), "|", entity.entity(), "|", entity.port(), "|",
+                  sample.counter(), "|", prio, "|", queue);
+  if (auto it = series_cache_.find(key_); it != series_cache_.end()) return it->second;
+  for (sqlite3_stmt* stmt : {insert_series_.get(), find_series_.get()}) {
+    Resetter reset{stmt};
+    sqlite3_bind_int(stmt, 1, entity.scope());
+    BindText(stmt, 2, entity.entity());
+    sqlite3_bind_int64(stmt, 3, entity.port());
+    BindText(stmt, 4, sample.counter());
+    sqlite3_bind_int64(stmt, 5, prio);
+    sqlite3_bind_int64(stmt, 6, queue);
+    if (stmt == insert_series_.get()) {
+      sqlite3_bind_int(stmt, 7, sample.kind());
+      if (sqlite3_step(stmt) != SQLITE_DONE) return SqlError(writer_, "insert series");
+    } else {
+      if (sqlite3_step(stmt) != SQLITE_ROW) return SqlError(writer_, "find series");
+      const int64_t id = sqlite3_column_int64(stmt, 0);
+      series_cache_.emplace(key_, id);
+      return id;
+    }
+  }
+  return absl::InternalError("unreachable");
+}
+
+absl::StatusOr<WriteOutcome> Store::WriteOne(const v1::TelemetryBatch& batch, int64_t received_us) {
+  WriteOutcome outcome;
+  uint64_t n_samples = 0;
+  for (const auto& entity : batch.entities()) n_samples += entity.samples_size();
+  {
+    sqlite3_stmt* stmt = insert_batch_.get();
+    Resetter reset{stmt};
+    BindText(stmt, 1, batch.agent_id());
+    BindText(stmt, 2, batch.agent_boot_id());
+    sqlite3_bind_int64(stmt, 3, ToDb(batch.seq()));
+    sqlite3_bind_int64(stmt, 4, batch.created_us());
+    sqlite3_bind_int64(stmt, 5, received_us);
+    sqlite3_bind_int64(stmt, 6, ToDb(n_samples));
+    if (sqlite3_step(stmt) != SQLITE_DONE) return SqlError(writer_, "insert batch");
+    if (sqlite3_changes(writer_) == 0) {
+      // Stored before: its ack was lost (collector restart or broken stream).
+      outcome.status = v1::ACK_STATUS_DUPLICATE;
+      return outcome;
+    }
+  }
+  for (const auto& entity : batch.entities()) {
+    for (const auto& sample : entity.samples()) {
+      // Only the vocabulary is stored; anything else is counted and dropped.
+      if (FindCounter(entity.scope(), sample.counter()) == nullptr) {
+        ++outcome.samples_rejected;
+        continue;
+      }
+      auto series = SeriesId(entity, sample);
+      if (!series.ok()) return series.status();
+      sqlite3_stmt* stmt = insert_sample_.get();
+      Resetter reset{stmt};
+      sqlite3_bind_int64(stmt, 1, *series);
+      sqlite3_bind_int64(stmt, 2, entity.timestamp_us());
+      sqlite3_bind_int64(stmt, 3, ToDb(sample.value()));
+      if (sample.has_delta()) sqlite3_bind_int64(stmt, 4, ToDb(sample.delta()));
+      else sqlite3_bind_null(stmt, 4);
+      sqlite3_bind_int(stmt, 5, sample.reset() ? 1 : 0);
+      if (sqlite3_step(stmt) != SQLITE_DONE) return SqlError(writer_, "insert sample");
+      ++outcome.samples_written;
+    }
+  }
+  {
+    sqlite3_stmt* stmt = upsert_agent_.get();
+    Resetter reset{stmt};
+    BindText(stmt, 1, batch.agent_id());
+    sqlite3_bind_int(stmt, 2, batch.agent_kind());
+    BindText(stmt, 3, batch.agent_boot_id());
+    BindText(stmt, 4, batch.host_boot_id());
+    sqlite3_bind_int64(stmt, 5, received_us);
+    sqlite3_bind_int64(stmt, 6, ToDb(outcome.samples_written));
+    sqlite3_bind_int64(stmt, 7, ToDb(batch.seq()));
+    sqlite3_bind_int64(stmt, 8, ToDb(batch.health().skipped_values()));
+    sqlite3_bind_int64(stmt, 9, ToDb(batch.health().parse_errors()));
+    sqlite3_bind_int64(stmt, 10, ToDb(batch.health().source_errors()));
+    if (sqlite3_step(stmt) != SQLITE_DONE) return SqlError(writer_, "upsert agent");
+  }
+  return outcome;
+}
+
+absl::StatusOr<std::vector<WriteOutcome>> Store::WriteBatches(
+    std::span<const v1::TelemetryBatch* const> batches, int64_t received_us) {
+  std::vector<WriteOutcome> outcomes;
+  outcomes.reserve(batches.size());
+  {
+    Resetter reset{begin_.get()};
+    if (sqlite3_step(begin_.get()) != SQLITE_DONE) return SqlError(writer_, "begin");
+  }
+  for (const v1::TelemetryBatch* batch : batches) {
+    auto outcome = WriteOne(*batch, received_us);
+    if (!outcome.ok()) {
+      Resetter reset{rollback_.get()};
+      sqlite3_step(rollback_.get());
+      // Ids handed out inside the rolled-back transaction no longer exist.
+      series_cache_.clear();
+      return outcome.status();
+    }
+    outcomes.push_back(*outcome);
+  }
+  Resetter reset{commit_.get()};
+  if (sqlite3_step(commit_.get()) != SQLITE_DONE) {
+    absl::Status status = SqlError(writer_, "commit");
+    Resetter rollback{rollback_.get()};
+    sqlite3_step(rollback_.get());
+    series_cache_.clear();
+    return status;
+  }
+  return outcomes;
+}
+
+absl::StatusOr<uint64_t> Store::Prune(int64_t cutoff_us) {
+  uint64_t deleted = 0;
+  for (const char* sql : {"DELETE FROM samples WHERE ts_us < ?1",
+                          "DELETE FROM batches WHERE received_us < ?1"}) {
+    Statement stmt(writer_, sql);
+    if (!stmt.ok()) return SqlError(writer_, "prepare prune");
+    sqlite3_bind_int64(stmt.get(), 1, cutoff_us);
+    if (sqlite3_step(stmt.get()) != SQLITE_DONE) return SqlError(writer_, "prune");
+    deleted += sqlite3_changes(writer_);
+  }
+  return deleted;
+}
+
+absl::StatusOr<std::vector<v1::AgentInfo>> Store::ListAgents() {
+  std::lock_guard lock(reader_mu_);
+  Statement stmt(reader_,
+                 "SELECT agent_id, kind, agent_boot_id, host_boot_id, first_seen_us, last_seen_us, "
+                 "batches, samples, last_seq, skipped_values, parse_errors, source_errors "
+                 "FROM agents ORDER BY agent_id");
+  if (!stmt.ok()) return SqlError(reader_, "list agents");
+  std::vector<v1::AgentInfo> agents;
+  int rc;
+  while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
+    v1::AgentInfo info;
+    sqlite3_stmt* s = stmt.get();
+    info.set_agent_id(ColumnText(s, 0));
+    info.set_kind(static_cast<v1::AgentKind>(sqlite3_column_int(s, 1)));
+    info.set_agent_boot_id(ColumnText(s, 2));
+    info.set_host_boot_id(ColumnText(s, 3));
+    info.set_first_seen_us(sqlite3_column_int64(s, 4));
+    info.set_last_seen_us(sqlite3_column_int64(s, 5));
+    info.set_batches(FromDb(sqlite3_column_int64(s, 6)));
+    info.set_samples(FromDb(sqlite3_column_int64(s, 7)));
+    info.set_last_seq(FromDb(sqlite3_column_int64(s, 8)));
+    info.mutable_health()->set_skipped_values(FromDb(sqlite3_column_int64(s, 9)));
+    info.mutable_health()->set_parse_errors(FromDb(sqlite3_column_int64(s, 10)));
+    info.mutable_health()->set_source_errors(FromDb(sqlite3_column_int64(s, 11)));
+    agents.push_back(std::move(info));
+  }
+  if (rc != SQLITE_DONE) return SqlError(reader_, "list agents");
+  return agents;
+}
+
+absl::StatusOr<std::vector<v1::CounterRow>> Store::GetCounters(
+    const v1::GetCountersRequest& request) {
+  std::lock_guard lock(reader_mu_);
+  // The host filter is a range on the entity prefix "<host>/" so the
+  // series_by_entity index serves it; '0' is the character after '/'.
+  Statement series(reader_, R"sql(
+SELECT id, scope, entity, port, counter, prio, queue, kind FROM series
+WHERE (?1 = '' OR (entity >= ?1 || '/' AND entity < ?1 || '0'))
+  AND (?2 = '' OR substr(entity, instr(entity, '/') + 1) = ?2)
+  AND (?3 = '' OR counter = ?3)
+  AND (?4 = 0 OR scope = ?4)
+ORDER BY entity, port, counter, prio, queue)sql");
+  Statement latest(reader_,
+                   "SELECT ts_us, value FROM samples WHERE series_id = ?1 "
+                   "ORDER BY ts_us DESC LIMIT 1");
+  Statement window(reader_,
+                   "SELECT ts_us, delta FROM samples WHERE series_id = ?1 AND ts_us >= ?2 "
+                   "ORDER BY ts_us");
+  if (!series.ok() || !latest.ok() || !window.ok()) return SqlError(reader_, "prepare counters");
+  BindText(series.get(), 1, request.host());
+  BindText(series.get(), 2, request.device());
+  BindText(series.get(), 3, request.counter());
+  sqlite3_bind_int(series.get(), 4, request.scope());
+  std::vector<v1::CounterRow> rows;
+  int rc;
+  while ((rc = sqlite3_step(series.get())) == SQLITE_ROW) {
+    sqlite3_stmt* s = series.get();
+    const int64_t id = sqlite3_column_int64(s, 0);
+    v1::CounterRow row;
+    row.set_scope(static_cast<v1::Scope>(sqlite3_column_int(s, 1)));
+    row.set_entity(ColumnText(s, 2));
+    row.set_port(static_cast<uint32_t>(sqlite3_column_int64(s, 3)));
+    row.set_counter(ColumnText(s, 4));
+    if (sqlite3_column_int64(s, 5) >= 0) row.set_prio(sqlite3_column_int64(s, 5));
+    if (sqlite3_column_int64(s, 6) >= 0) row.set_queue(sqlite3_column_int64(s, 6));
+    row.set_kind(static_cast<v1::ValueKind>(sqlite3_column_int(s, 7)));
+    {
+      Resetter reset{latest.get()};
+      sqlite3_bind_int64(latest.get(), 1, id);
+      if (sqlite3_step(latest.get()) != SQLITE_ROW) continue;  // pruned away
+      row.set_timestamp_us(sqlite3_column_int64(latest.get(), 0));
+      row.set_value(FromDb(sqlite3_column_int64(latest.get(), 1)));
+    }
+    if (row.kind() == v1::VALUE_KIND_COUNTER) {
+      // Rate over the window: the deltas after the window's first sample,
+      // divided by the time they span.
+      Resetter reset{window.get()};
+      sqlite3_bind_int64(window.get(), 1, id);
+      sqlite3_bind_int64(window.get(), 2, request.since_us());
+      int64_t first_ts = 0, last_ts = 0;
+      uint64_t increase = 0;
+      int n = 0;
+      while (sqlite3_step(window.get()) == SQLITE_ROW) {
+        const int64_t ts = sqlite3_column_int64(window.get(), 0);
+        if (n == 0) first_ts = ts;
+        else if (sqlite3_column_type(window.get(), 1) != SQLITE_NULL)
+          increase += FromDb(sqlite3_column_int64(window.get(), 1));
+        last_ts = ts;
+        ++n;
+      }
+      if (n >= 2 && last_ts > first_ts) {
+        row.set_has_rate(true);
+        row.set_rate_per_second(static_cast<double>(increase) * 1e6 /
+                                static_cast<double>(last_ts - first_ts));
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  if (rc != SQLITE_DONE) return SqlError(reader_, "counters");
+  return rows;
+}
+
+}  // namespace rocefab::collector

@@ -1,0 +1,227 @@
+#include "collector/telemetry_service.h"
+
+#include <deque>
+
+#include "common/strings.h"
+#include "common/counters.h"
+#include "common/log.h"
+
+namespace rocefab::collector {
+namespace {
+
+constexpr char kLog[] = "telemetry";
+
+bool ValidName(const std::string& name, size_t max_len) {
+  if (name.empty() || name.size() > max_len) return false;
+  for (unsigned char c : name)
+    if (c < 0x21 || c > 0x7e) return false;  // printable ASCII, no spaces
+  return true;
+}
+
+class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1::Ack> {
+ public:
+  PushReactor(Ingester& ingester, AgentRegistry& agents, CollectorMetrics& metrics,
+              std::string peer)
+      : ingester_(ingester), agents_(agents), metrics_(metrics), peer_(std::move(peer)) {
+    StartRead(&incoming_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      std::unique_lock lock(mu_);
+      reads_done_ = true;
+      MaybeFinishLocked(lock);
+      return;
+    }
+    std::string error = ValidateBatch(incoming_);
+    if (error.empty() && !agent_id_.empty() &&
+        (incoming_.agent_id() != agent_id_ || incoming_.agent_boot_id() != boot_id_))
+      error = "agent id or boot id changed within one stream";
+    if (!error.empty()) {
+      metrics_.batches_rejected.Increment();
+      LOG_WARN(kLog, "rejected batch seq ", incoming_.seq(), " from ", peer_, ": ", error);
+      v1::Ack ack;
+      ack.set_seq(incoming_.seq());
+      ack.set_status(v1::ACK_STATUS_REJECTED);
+      ack.set_error(error);
+      std::unique_lock lock(mu_);
+      QueueAckLocked(std::move(ack), lock);
+      lock.lock();
+      if (!finishing_) StartRead(&incoming_);
+      return;
+    }
+    if (agent_id_.empty()) {
+      agent_id_ = incoming_.agent_id();
+      boot_id_ = incoming_.agent_boot_id();
+      agents_.Connected(agent_id_);
+      LOG_INFO(kLog, "agent ", agent_id_, " connected from ", peer_);
+    }
+    const uint64_t seq = incoming_.seq();
+    bool read_more;
+    {
+      std::lock_guard lock(mu_);
+      ++in_flight_;
+      read_more = in_flight_ < TelemetryService::kMaxInFlight;
+      read_paused_ = !read_more;
+    }
+    ingester_.Submit(std::move(incoming_), [this, seq](bool stored, v1::AckStatus status) {
+      OnCommitted(seq, stored, status);
+    });
+    incoming_.Clear();
+    if (read_more) StartRead(&incoming_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock lock(mu_);
+    write_in_flight_ = false;
+    if (!ok) {
+      // The agent went away; the rest of its acks cannot be delivered and
+      // it will replay those batches on its next stream.
+      acks_.clear();
+      write_failed_ = true;
+    } else if (!acks_.empty()) {
+      acks_.pop_front();
+    }
+    StartNextWriteLocked(lock);
+  }
+
+  void OnDone() override {
+    std::unique_lock lock(mu_);
+    done_ = true;
+    if (!agent_id_.empty()) {
+      agents_.Disconnected(agent_id_);
+      LOG_INFO(kLog, "agent ", agent_id_, " disconnected");
+    }
+    const bool can_delete = in_flight_ == 0;
+    lock.unlock();
+    if (can_delete) delete this;
+  }
+
+ private:
+  // Ingester thread.
+  void OnCommitted(uint64_t seq, bool stored, v1::AckStatus status) {
+    std::unique_lock lock(mu_);
+    --in_flight_;
+    if (done_) {
+      const bool last = in_flight_ == 0;
+      lock.unlock();
+      if (last) delete this;
+      return;
+    }
+    if (!stored) {
+      // Not acking is the whole point: fail the stream so the agent
+      // reconnects later and replays.
+      store_failed_ = true;
+      MaybeFinishLocked(lock);
+      return;
+    }
+    const bool resume = read_paused_ && !reads_done_ && !finishing_;
+    read_paused_ = false;
+    v1::Ack ack;
+    ack.set_seq(seq);
+    ack.set_status(status);
+    QueueAckLocked(std::move(ack), lock);
+    if (resume) StartRead(&incoming_);
+  }
+
+  // Unlocks `lock`.
+  void QueueAckLocked(v1::Ack ack, std::unique_lock<std::mutex>& lock) {
+    if (!write_failed_ && !finishing_) acks_.push_back(std::move(ack));
+    StartNextWriteLocked(lock);
+  }
+
+  // Unlocks `lock`.
+  void StartNextWriteLocked(std::unique_lock<std::mutex>& lock) {
+    if (!write_in_flight_ && !acks_.empty() && !finishing_) {
+      write_in_flight_ = true;
+      const v1::Ack* next = &acks_.front();  // stays put until OnWriteDone pops it
+      lock.unlock();
+      StartWrite(next);
+      return;
+    }
+    MaybeFinishLocked(lock);
+  }
+
+  // Unlocks `lock`.
+  void MaybeFinishLocked(std::unique_lock<std::mutex>& lock) {
+    if (finishing_ || write_in_flight_) {
+      lock.unlock();
+      return;
+    }
+    grpc::Status status;
+    if (store_failed_) {
+      status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "collector store failed; retry later");
+    } else if (!(reads_done_ && in_flight_ == 0 && acks_.empty())) {
+      lock.unlock();
+      return;
+    }
+    finishing_ = true;
+    lock.unlock();
+    Finish(status);
+  }
+
+  Ingester& ingester_;
+  AgentRegistry& agents_;
+  CollectorMetrics& metrics_;
+  const std::string peer_;
+  v1::TelemetryBatch incoming_;  // owned by the read path only
+  std::string agent_id_, boot_id_;
+
+  std::mutex mu_;
+  std::deque<v1::Ack> acks_;  // front is being written when write_in_flight_
+  int in_flight_ = 0;
+  bool read_paused_ = false;
+  bool reads_done_ = false;
+  bool write_in_flight_ = false;
+  bool write_failed_ = false;
+  bool store_failed_ = false;
+  bool finishing_ = false;
+  bool done_ = false;
+};
+
+}  // namespace
+
+std::string ValidateBatch(const v1::TelemetryBatch& batch) {
+  if (!ValidName(batch.agent_id(), 253)) return "agent_id must be 1-253 printable characters";
+  if (!ValidName(batch.agent_boot_id(), 64)) return "agent_boot_id must be 1-64 printable characters";
+  if (batch.seq() == 0) return "seq must start at 1";
+  if (batch.host_boot_id().size() > 64) return "host_boot_id is longer than 64 characters";
+  for (const auto& entity : batch.entities()) {
+    if (entity.scope() == v1::SCOPE_UNSPECIFIED || !v1::Scope_IsValid(entity.scope()))
+      return StrCat("entity '", entity.entity(), "' has no valid scope");
+    if (!ValidName(entity.entity(), 512))
+      return "entity names must be 1-512 printable characters";
+    for (const auto& sample : entity.samples()) {
+      if (sample.counter().empty() || sample.counter().size() > 128)
+        return StrCat("entity '", entity.entity(), "' has a sample without a counter name");
+      if (sample.has_prio() && sample.prio() > 7)
+        return StrCat("counter ", sample.counter(), ": prio ", sample.prio(), " is not 0-7");
+    }
+  }
+  return "";
+}
+
+void AgentRegistry::Connected(const std::string& agent_id) {
+  std::lock_guard lock(mu_);
+  ++streams_[agent_id];
+  metrics_.connected_agents.Set(static_cast<double>(streams_.size()));
+}
+
+void AgentRegistry::Disconnected(const std::string& agent_id) {
+  std::lock_guard lock(mu_);
+  auto it = streams_.find(agent_id);
+  if (it != streams_.end() && --it->second <= 0) streams_.erase(it);
+  metrics_.connected_agents.Set(static_cast<double>(streams_.size()));
+}
+
+bool AgentRegistry::IsConnected(const std::string& agent_id) const {
+  std::lock_guard lock(mu_);
+  return streams_.count(agent_id) > 0;
+}
+
+grpc::ServerBidiReactor<v1::TelemetryBatch, v1::Ack>* TelemetryService::Push(
+    grpc::CallbackServerContext* context) {
+  return new PushReactor(ingester_, agents_, metrics_, context->peer());
+}
+
+}  // namespace rocefab::collector

@@ -1,0 +1,49 @@
+#pragma once
+// Builds TelemetryBatch messages from cumulative readings, attaching deltas
+// that are safe against wraparound and resets (common/counter_delta.h).
+// Shared by rocefab-hostd and rocefab-switchd. One per agent poll loop; not
+// thread-safe.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/counter_delta.h"
+#include "common/counters.h"
+#include "rocefab/v1/telemetry.pb.h"
+
+namespace rocefab {
+
+class BatchBuilder final {
+ public:
+  BatchBuilder() = default;
+  BatchBuilder(const BatchBuilder&) = delete;
+  BatchBuilder& operator=(const BatchBuilder&) = delete;
+
+  // The kernel boot id of the machine the counters come from; when it
+  // changes every counter's next sample is a reset.
+  void SetHostBootId(const std::string& boot_id);
+  const std::string& host_boot_id() const { return host_boot_id_; }
+
+  // Starts a batch for one poll. Agent id, boot id and seq are stamped by the
+  // shipper.
+  v1::TelemetryBatch NewBatch(int64_t created_us) const;
+
+  v1::EntitySamples* AddEntity(v1::TelemetryBatch* batch, v1::Scope scope,
+                               const std::string& entity, uint32_t port,
+                               const std::string& netdev, int64_t timestamp_us) const;
+
+  // Appends one reading. Counters get a delta against the previous reading
+  // of the same series (none on the first).
+  void AddValue(v1::EntitySamples* entity, const CounterDef& def, std::optional<uint32_t> prio,
+                std::optional<uint32_t> queue, uint64_t value);
+
+  size_t series_count() const { return deltas_.series_count(); }
+
+ private:
+  DeltaTracker deltas_;
+  std::string host_boot_id_;
+  std::string key_;  // reused buffer for series keys
+};
+
+}  // namespace rocefab

@@ -1,0 +1,26 @@
+#pragma once
+// The one source of time for logic code. Daemons get a SystemClock from main;
+// tests get tests/mocks/fake_clock.h. No logic calls now() directly.
+
+#include <cstdint>
+
+namespace rocefab {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Wall-clock time, microseconds since the Unix epoch. For timestamps.
+  virtual int64_t NowUs() const = 0;
+  // Monotonic time in microseconds. For intervals and deadlines.
+  virtual int64_t MonotonicUs() const = 0;
+};
+
+class SystemClock final : public Clock {
+ public:
+  int64_t NowUs() const override;
+  int64_t MonotonicUs() const override;
+  // A process-wide instance for main().
+  static const SystemClock& Instance();
+};
+
+}  // namespace rocefab

@@ -1,0 +1,145 @@
+#include "common/counters.h"
+
+#include <vector>
+
+#include "common/strings.h"
+
+namespace rocefab {
+namespace {
+
+using v1::SCOPE_COLL;
+using v1::SCOPE_NIC;
+using v1::SCOPE_PORT;
+using v1::SCOPE_QUEUE;
+constexpr auto C = v1::VALUE_KIND_COUNTER;
+constexpr auto G = v1::VALUE_KIND_GAUGE;
+constexpr auto W32 = CounterWidth::k32;
+constexpr auto W64 = CounterWidth::k64;
+using S = CounterSource;
+
+// Order: the tables of docs/counters.md, top to bottom.
+constexpr CounterDef kCounters[] = {
+    // NIC port.
+    {"rx_bytes", SCOPE_NIC, S::kSysfsCounters, "port_rcv_data", "port_rcv_data_64", C, W64, 4, false, false, "x4: the kernel reports octets/4"},
+    {"tx_bytes", SCOPE_NIC, S::kSysfsCounters, "port_xmit_data", "port_xmit_data_64", C, W64, 4, false, false, "x4: the kernel reports octets/4"},
+    {"rx_packets", SCOPE_NIC, S::kSysfsCounters, "port_rcv_packets", "port_rcv_packets_64", C, W64, 1, false, false, ""},
+    {"tx_packets", SCOPE_NIC, S::kSysfsCounters, "port_xmit_packets", "port_xmit_packets_64", C, W64, 1, false, false, ""},
+    {"rx_errors", SCOPE_NIC, S::kSysfsCounters, "port_rcv_errors", "", C, W64, 1, false, false, ""},
+    {"rx_discards", SCOPE_NIC, S::kSysfsCounters, "port_rcv_discards", "", C, W64, 1, false, false, ""},
+    {"tx_discards", SCOPE_NIC, S::kSysfsCounters, "port_xmit_discards", "", C, W64, 1, false, false, ""},
+    {"tx_wait", SCOPE_NIC, S::kSysfsCounters, "port_xmit_wait", "", C, W64, 1, false, false, ""},
+    {"symbol_errors", SCOPE_NIC, S::kSysfsCounters, "symbol_error", "", C, W64, 1, false, false, ""},
+    {"link_downed", SCOPE_NIC, S::kSysfsCounters, "link_downed", "", C, W64, 1, false, false, "flaps"},
+    {"link_error_recovery", SCOPE_NIC, S::kSysfsCounters, "link_error_recovery", "", C, W64, 1, false, false, ""},
+    {"ecn_marked_packets", SCOPE_NIC, S::kSysfsHwCounters, "np_ecn_marked_roce_packets", "", C, W64, 1, false, false, "received with CE"},
+    {"cnp_sent", SCOPE_NIC, S::kSysfsHwCounters, "np_cnp_sent", "", C, W64, 1, false, false, ""},
+    {"cnp_handled", SCOPE_NIC, S::kSysfsHwCounters, "rp_cnp_handled", "", C, W64, 1, false, false, ""},
+    {"cnp_ignored", SCOPE_NIC, S::kSysfsHwCounters, "rp_cnp_ignored", "", C, W64, 1, false, false, ""},
+    {"out_of_sequence", SCOPE_NIC, S::kSysfsHwCounters, "out_of_sequence", "", C, W32, 1, false, false, "32-bit, wraps; reveals unseen drops"},
+    {"packet_seq_errors", SCOPE_NIC, S::kSysfsHwCounters, "packet_seq_err", "", C, W32, 1, false, false, "32-bit"},
+    {"local_ack_timeouts", SCOPE_NIC, S::kSysfsHwCounters, "local_ack_timeout_err", "", C, W32, 1, false, false, "32-bit"},
+    {"implied_nak_seq_errors", SCOPE_NIC, S::kSysfsHwCounters, "implied_nak_seq_err", "", C, W32, 1, false, false, "32-bit"},
+    {"duplicate_requests", SCOPE_NIC, S::kSysfsHwCounters, "duplicate_request", "", C, W32, 1, false, false, "32-bit"},
+    {"rnr_nak_retry_errors", SCOPE_NIC, S::kSysfsHwCounters, "rnr_nak_retry_err", "", C, W32, 1, false, false, "32-bit"},
+    {"out_of_buffer", SCOPE_NIC, S::kSysfsHwCounters, "out_of_buffer", "", C, W32, 1, false, false, "32-bit"},
+    {"retransmits", SCOPE_NIC, S::kSysfsHwCounters, "roce_adp_retrans", "", C, W64, 1, false, false, ""},
+    {"retransmit_timeouts", SCOPE_NIC, S::kSysfsHwCounters, "roce_adp_retrans_to", "", C, W64, 1, false, false, ""},
+    {"rx_icrc_errors", SCOPE_NIC, S::kSysfsHwCounters, "rx_icrc_encapsulated", "", C, W64, 1, false, false, ""},
+    {"pfc_rx_pause_frames", SCOPE_NIC, S::kEthtool, "rx_prio{prio}_pause", "", C, W64, 1, true, false, ""},
+    {"pfc_tx_pause_frames", SCOPE_NIC, S::kEthtool, "tx_prio{prio}_pause", "", C, W64, 1, true, false, ""},
+    {"pfc_rx_pause_us", SCOPE_NIC, S::kEthtool, "rx_prio{prio}_pause_duration", "", C, W64, 1, true, false, "microseconds"},
+    {"pfc_tx_pause_us", SCOPE_NIC, S::kEthtool, "tx_prio{prio}_pause_duration", "", C, W64, 1, true, false, "microseconds"},
+    {"pause_storm_warnings", SCOPE_NIC, S::kEthtool, "tx_pause_storm_warning_events", "", C, W64, 1, false, false, "names are trimmed: one kernel has a trailing space"},
+    {"pause_storm_errors", SCOPE_NIC, S::kEthtool, "tx_pause_storm_error_events", "", C, W64, 1, false, false, ""},
+    {"rx_discards_phy", SCOPE_NIC, S::kEthtool, "rx_discards_phy", "", C, W64, 1, false, false, ""},
+    {"tx_discards_phy", SCOPE_NIC, S::kEthtool, "tx_discards_phy", "", C, W64, 1, false, false, ""},
+    {"rx_buffer_passed_thres", SCOPE_NIC, S::kEthtool, "rx_buffer_passed_thres_phy", "", C, W64, 1, false, false, "receive buffer over 85%"},
+    {"link_down_events", SCOPE_NIC, S::kEthtool, "link_down_events_phy", "", C, W64, 1, false, false, ""},
+    {"link_up", SCOPE_NIC, S::kLinkState, "state", "", G, W64, 1, false, false, "gauge; netlink carrier, else ports/N/state"},
+    {"carrier_changes", SCOPE_NIC, S::kLinkState, "carrier_changes", "", C, W32, 1, false, false, "netlink IFLA_CARRIER_CHANGES: up and down transitions"},
+    {"rate_bytes_per_second", SCOPE_NIC, S::kSysfsRate, "rate", "", G, W64, 1, false, false, "gauge; from ports/N/rate"},
+    // Switch port.
+    {"rx_bytes", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, false, false, ""},
+    {"tx_bytes", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, false, false, ""},
+    {"rx_packets", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, false, false, ""},
+    {"tx_packets", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, false, false, ""},
+    {"rx_fcs_errors", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, false, false, ""},
+    {"rx_symbol_errors", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, false, false, ""},
+    {"link_up", SCOPE_PORT, S::kSwitch, "", "", G, W64, 1, false, false, "gauge"},
+    {"link_flaps", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, false, false, ""},
+    {"pfc_rx_pause_frames", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, true, false, ""},
+    {"pfc_tx_pause_frames", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, true, false, ""},
+    {"pfc_rx_pause_us", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, true, false, "where the ASIC reports duration"},
+    {"pfc_tx_pause_us", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, true, false, "where the ASIC reports duration"},
+    {"pfcwd_storms_detected", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, false, true, "PFC watchdog"},
+    {"pfcwd_storms_restored", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, false, true, "PFC watchdog"},
+    // Switch queue.
+    {"queue_tx_bytes", SCOPE_QUEUE, S::kSwitch, "", "", C, W64, 1, false, true, ""},
+    {"queue_tx_packets", SCOPE_QUEUE, S::kSwitch, "", "", C, W64, 1, false, true, ""},
+    {"queue_drops", SCOPE_QUEUE, S::kSwitch, "", "", C, W64, 1, false, true, "a drop on the lossless class is a misconfiguration"},
+    {"queue_ecn_marked_packets", SCOPE_QUEUE, S::kSwitch, "", "", C, W64, 1, false, true, ""},
+    {"queue_depth_bytes", SCOPE_QUEUE, S::kSwitch, "", "", G, W64, 1, false, true, "gauge"},
+    {"queue_watermark_bytes", SCOPE_QUEUE, S::kSwitch, "", "", G, W64, 1, false, true, "gauge, peak since the last read"},
+    {"buffer_used_bytes", SCOPE_QUEUE, S::kSwitch, "", "", G, W64, 1, false, true, "per pool, gauge"},
+    {"buffer_watermark_bytes", SCOPE_QUEUE, S::kSwitch, "", "", G, W64, 1, false, true, "per pool, gauge"},
+    // Collective.
+    {"coll_exec_time_us", SCOPE_COLL, S::kCollective, "", "", G, W64, 1, false, false, "per record"},
+    {"coll_busbw_gbs", SCOPE_COLL, S::kCollective, "", "", G, W64, 1, false, false, "per record"},
+    {"coll_algbw_gbs", SCOPE_COLL, S::kCollective, "", "", G, W64, 1, false, false, "per record"},
+    {"coll_msg_size_bytes", SCOPE_COLL, S::kCollective, "", "", G, W64, 1, false, false, "per record"},
+    {"coll_seq", SCOPE_COLL, S::kCollective, "", "", G, W64, 1, false, false, "per record"},
+};
+
+std::span<const CounterDef> ScopeSlice(v1::Scope scope) {
+  size_t begin = 0;
+  while (begin < std::size(kCounters) && kCounters[begin].scope != scope) ++begin;
+  size_t end = begin;
+  while (end < std::size(kCounters) && kCounters[end].scope == scope) ++end;
+  return std::span<const CounterDef>(kCounters + begin, end - begin);
+}
+
+}  // namespace
+
+std::span<const CounterDef> AllCounters() { return kCounters; }
+
+std::span<const CounterDef> CountersOfScope(v1::Scope scope) { return ScopeSlice(scope); }
+
+const CounterDef* FindCounter(v1::Scope scope, std::string_view name) {
+  for (const CounterDef& def : ScopeSlice(scope))
+    if (def.name == name) return &def;
+  return nullptr;
+}
+
+std::string_view ScopeName(v1::Scope scope) {
+  switch (scope) {
+    case SCOPE_NIC: return "nic";
+    case SCOPE_PORT: return "port";
+    case SCOPE_QUEUE: return "queue";
+    case SCOPE_COLL: return "coll";
+    default: return "unspecified";
+  }
+}
+
+bool ParseScope(std::string_view name, v1::Scope* scope) {
+  for (v1::Scope s : {SCOPE_NIC, SCOPE_PORT, SCOPE_QUEUE, SCOPE_COLL}) {
+    if (ScopeName(s) == name) {
+      *scope = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string MetricName(const CounterDef& def) {
+  std::string base(def.name);
+  if (base.ends_with("_us")) base = StrCat(base.substr(0, base.size() - 3), "_seconds");
+  std::string name = StrCat("rocefab_", ScopeName(def.scope), "_", base);
+  if (def.kind == v1::VALUE_KIND_COUNTER) StrAppend(&name, "_total");
+  return name;
+}
+
+double MetricScale(const CounterDef& def) {
+  return def.name.ends_with("_us") ? 1e-6 : 1.0;
+}
+
+}  // namespace rocefab

@@ -1,0 +1,92 @@
+#include "common/fs_root.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/strings.h"
+
+namespace rocefab {
+
+FsRoot::FsRoot(std::string root) : root_(std::move(root)) {
+  while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+  if (root_ == "/") root_.clear();
+}
+
+std::string FsRoot::Resolve(std::string_view relative) const {
+  while (!relative.empty() && relative.front() == '/') relative.remove_prefix(1);
+  return StrCat(root_, "/", relative);
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(StrCat(path, ": missing"));
+    return absl::UnavailableError(StrCat(path, ": ", std::strerror(err)));
+  }
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      // sysfs returns EIO/EINVAL for counters the firmware cannot read.
+      return absl::UnavailableError(StrCat(path, ": ", std::strerror(err)));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+absl::StatusOr<std::string> FsRoot::ReadFile(std::string_view relative) const {
+  return ReadWholeFile(Resolve(relative));
+}
+
+absl::StatusOr<std::vector<std::string>> FsRoot::ListDir(std::string_view relative) const {
+  std::string path = Resolve(relative);
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) {
+    int err = errno;
+    if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(StrCat(path, ": missing"));
+    return absl::UnavailableError(StrCat(path, ": ", std::strerror(err)));
+  }
+  std::vector<std::string> names;
+  while (dirent* entry = ::readdir(dir)) {
+    std::string_view name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    names.emplace_back(name);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool FsRoot::Exists(std::string_view relative) const {
+  struct stat st {};
+  return ::stat(Resolve(relative).c_str(), &st) == 0;
+}
+
+std::string_view TrimRight(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\t' ||
+                           text.back() == '\r'))
+    text.remove_suffix(1);
+  return text;
+}
+
+std::string_view Trim(std::string_view text) {
+  text = TrimRight(text);
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  return text;
+}
+
+}  // namespace rocefab

@@ -1,0 +1,42 @@
+#pragma once
+// All file-system reads of outside state (sysfs, procfs, text fixtures) go
+// through an FsRoot, so a daemon can be pointed at a fixture tree exactly as
+// node_exporter's --path.sysfs does. An FsRoot is immutable and thread-safe.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace rocefab {
+
+class FsRoot final {
+ public:
+  // `root` replaces "/" of the paths given to the methods below; "" or "/"
+  // means the real root.
+  explicit FsRoot(std::string root);
+
+  // Joins the root and a relative path ("class/infiniband/mlx5_0").
+  std::string Resolve(std::string_view relative) const;
+  const std::string& root() const { return root_; }
+
+  // Reads a whole small file. NotFound when it does not exist.
+  absl::StatusOr<std::string> ReadFile(std::string_view relative) const;
+  // Names of the entries of a directory, sorted, without "." and "..".
+  absl::StatusOr<std::vector<std::string>> ListDir(std::string_view relative) const;
+  bool Exists(std::string_view relative) const;
+
+ private:
+  std::string root_;
+};
+
+// Reads a whole file by absolute path (sysfs attributes are < 4 KiB; others
+// are read in chunks). NotFound when missing, Unavailable on other errors.
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
+
+// Removes trailing whitespace and newlines.
+std::string_view TrimRight(std::string_view text);
+std::string_view Trim(std::string_view text);
+
+}  // namespace rocefab

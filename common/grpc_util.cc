@@ -1,0 +1,132 @@
+#include "common/grpc_util.h"
+
+#include <charconv>
+
+#include "common/strings.h"
+#include "common/fs_root.h"
+
+namespace rocefab {
+namespace {
+
+struct Pem {
+  std::string ca, cert, key;
+};
+
+absl::StatusOr<Pem> ReadPem(const v1::TlsSettings& tls) {
+  Pem pem;
+  for (auto [path, out, what] : {std::tuple{&tls.ca(), &pem.ca, "ca"},
+                                 std::tuple{&tls.cert(), &pem.cert, "cert"},
+                                 std::tuple{&tls.key(), &pem.key, "key"}}) {
+    auto text = ReadWholeFile(*path);
+    if (!text.ok())
+      return absl::InvalidArgumentError(
+          StrCat("tls.", what, ": cannot read ", *path, ": ", text.status().message()));
+    *out = std::move(*text);
+  }
+  return pem;
+}
+
+}  // namespace
+
+bool TlsEnabled(const v1::TlsSettings& tls) {
+  return !tls.ca().empty() || !tls.cert().empty() || !tls.key().empty();
+}
+
+absl::Status ValidateTls(const v1::TlsSettings& tls) {
+  if (!TlsEnabled(tls)) return absl::OkStatus();
+  if (tls.ca().empty() || tls.cert().empty() || tls.key().empty())
+    return absl::InvalidArgumentError(
+        "tls: set all of ca, cert and key for mutual TLS, or none of them for plaintext");
+  return ReadPem(tls).status();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const v1::TlsSettings& tls) {
+  if (auto status = ValidateTls(tls); !status.ok()) return status;
+  if (!TlsEnabled(tls)) return grpc::InsecureServerCredentials();
+  auto pem = ReadPem(tls);
+  if (!pem.ok()) return pem.status();
+  grpc::SslServerCredentialsOptions options(
+      GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  options.pem_root_certs = pem->ca;
+  options.pem_key_cert_pairs.push_back({pem->key, pem->cert});
+  return grpc::SslServerCredentials(options);
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const v1::TlsSettings& tls) {
+  if (auto status = ValidateTls(tls); !status.ok()) return status;
+  if (!TlsEnabled(tls)) return grpc::InsecureChannelCredentials();
+  auto pem = ReadPem(tls);
+  if (!pem.ok()) return pem.status();
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = pem->ca;
+  options.pem_private_key = pem->key;
+  options.pem_cert_chain = pem->cert;
+  return grpc::SslCredentials(options);
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,
+                                                           const v1::TlsSettings& tls) {
+  auto credentials = MakeChannelCredentials(tls);
+  if (!credentials.ok()) return credentials.status();
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
+  if (!tls.server_name().empty()) args.SetSslTargetNameOverride(tls.server_name());
+  return grpc::CreateCustomChannel(target, *credentials, args);
+}
+
+bool SplitHostPort(const std::string& address, std::string* host, int* port) {
+  size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= address.size()) return false;
+  std::string h = address.substr(0, colon);
+  if (h.front() == '[') {
+    if (h.back() != ']') return false;
+    h = h.substr(1, h.size() - 2);
+  }
+  const char* begin = address.data() + colon + 1;
+  const char* end = address.data() + address.size();
+  int p = 0;
+  auto [ptr, ec] = std::from_chars(begin, end, p);
+  if (ec != std::errc() || ptr != end || p < 0 || p > 65535) return false;
+  *host = h;
+  *port = p;
+  return true;
+}
+
+absl::StatusOr<RunningServer> StartGrpcServer(const std::string& listen,
+                                              const v1::TlsSettings& tls,
+                                              const std::vector<grpc::Service*>& services) {
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(listen, &host, &port))
+    return absl::InvalidArgumentError(
+        StrCat("listen address '", listen, "' is not host:port (e.g. 127.0.0.1:9410)"));
+  auto credentials = MakeServerCredentials(tls);
+  if (!credentials.ok()) return credentials.status();
+  grpc::ServerBuilder builder;
+  int selected_port = 0;
+  builder.AddListeningPort(listen, *credentials, &selected_port);
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  RunningServer running;
+  running.server = builder.BuildAndStart();
+  if (!running.server || selected_port == 0)
+    return absl::UnavailableError(StrCat("cannot listen on ", listen,
+                                               " (address in use or not local?)"));
+  const bool v6 = host.find(':') != std::string::npos;
+  running.bound_address =
+      v6 ? StrCat("[", host, "]:", selected_port) : StrCat(host, ":", selected_port);
+  return running;
+}
+
+}  // namespace rocefab

@@ -1,0 +1,69 @@
+#pragma once
+// String concatenation that takes std::string_view, std::string, C strings,
+// numbers, enums and absl::string_view alike. (Debian's Abseil keeps its own
+// string_view type, so absl::StrCat does not accept std::string_view.)
+
+#include <charconv>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "absl/strings/string_view.h"
+
+namespace rocefab {
+namespace strings_internal {
+
+inline void AppendOne(std::string& out, std::string_view v) { out.append(v); }
+inline void AppendOne(std::string& out, const std::string& v) { out.append(v); }
+inline void AppendOne(std::string& out, const char* v) { out.append(v ? v : "(null)"); }
+inline void AppendOne(std::string& out, char c) { out.push_back(c); }
+inline void AppendOne(std::string& out, bool b) { out.append(b ? "true" : "false"); }
+#if !defined(ABSL_USES_STD_STRING_VIEW) || !ABSL_USES_STD_STRING_VIEW
+inline void AppendOne(std::string& out, absl::string_view v) { out.append(v.data(), v.size()); }
+#endif
+
+template <typename T>
+  requires(std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char>)
+void AppendOne(std::string& out, T v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, end);
+}
+
+template <typename T>
+  requires std::is_floating_point_v<T>
+void AppendOne(std::string& out, T v) {
+  char buf[32];
+  int n = std::snprintf(buf, sizeof buf, "%g", static_cast<double>(v));
+  out.append(buf, n > 0 ? static_cast<size_t>(n) : 0);
+}
+
+template <typename T>
+  requires std::is_enum_v<T>
+void AppendOne(std::string& out, T v) {
+  AppendOne(out, static_cast<std::underlying_type_t<T>>(v));
+}
+
+}  // namespace strings_internal
+
+template <typename... Args>
+void StrAppend(std::string* out, const Args&... args) {
+  (strings_internal::AppendOne(*out, args), ...);
+}
+
+template <typename... Args>
+std::string StrCat(const Args&... args) {
+  std::string out;
+  (strings_internal::AppendOne(out, args), ...);
+  return out;
+}
+
+// absl::Status::message() as a std::string.
+template <typename StatusLike>
+std::string Message(const StatusLike& status) {
+  auto m = status.message();
+  return std::string(m.data(), m.size());
+}
+
+}  // namespace rocefab

@@ -1,0 +1,185 @@
+#include "common/telemetry_shipper.h"
+
+#include <random>
+
+#include "absl/strings/str_format.h"
+#include "common/grpc_util.h"
+#include "common/log.h"
+
+namespace rocefab {
+namespace {
+constexpr char kLog[] = "shipper";
+}
+
+std::string NewBootId() {
+  std::random_device rd;
+  std::mt19937_64 gen((static_cast<uint64_t>(rd()) << 32) ^ rd());
+  uint64_t a = gen(), b = gen();
+  // RFC 4122 version 4 layout.
+  a = (a & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;
+  b = (b & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;
+  return absl::StrFormat("%08x-%04x-%04x-%04x-%012x", a >> 32, (a >> 16) & 0xffff, a & 0xffff,
+                         b >> 48, b & 0xffffffffffffULL);
+}
+
+TelemetryShipper::TelemetryShipper(Options options, const Clock& clock)
+    : options_(std::move(options)), clock_(clock) {
+  if (options_.agent_boot_id.empty()) options_.agent_boot_id = NewBootId();
+}
+
+TelemetryShipper::~TelemetryShipper() { Stop(); }
+
+absl::Status TelemetryShipper::Start() {
+  auto channel = MakeChannel(options_.target, options_.tls);
+  if (!channel.ok()) return channel.status();
+  channel_ = *channel;
+  sender_ = std::thread([this] { SenderLoop(); });
+  return absl::OkStatus();
+}
+
+uint64_t TelemetryShipper::Enqueue(v1::TelemetryBatch batch) {
+  std::lock_guard lock(mu_);
+  const uint64_t seq = next_seq_++;
+  batch.set_agent_id(options_.agent_id);
+  batch.set_agent_boot_id(options_.agent_boot_id);
+  batch.set_agent_kind(options_.agent_kind);
+  batch.set_seq(seq);
+  pending_.emplace(seq, std::move(batch));
+  ++stats_.enqueued;
+  stats_.last_seq = seq;
+  while (pending_.size() > options_.max_pending) {
+    if (stats_.dropped_overflow % 100 == 0)
+      LOG_WARN(kLog, "collector ", options_.target, " unreachable and ", options_.max_pending,
+               " batches queued: dropping the oldest (seq ", pending_.begin()->first, ")");
+    pending_.erase(pending_.begin());
+    ++stats_.dropped_overflow;
+  }
+  cv_.notify_all();
+  return seq;
+}
+
+bool TelemetryShipper::Flush(int64_t timeout_us) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, std::chrono::microseconds(timeout_us),
+                      [this] { return pending_.empty(); });
+}
+
+void TelemetryShipper::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      // fallthrough to join below if still joinable
+    }
+    stopping_ = true;
+    if (live_context_ != nullptr) live_context_->TryCancel();
+    cv_.notify_all();
+  }
+  if (sender_.joinable()) sender_.join();
+}
+
+TelemetryShipper::Stats TelemetryShipper::stats() const {
+  std::lock_guard lock(mu_);
+  Stats copy = stats_;
+  copy.pending = pending_.size();
+  return copy;
+}
+
+void TelemetryShipper::HandleAck(const v1::Ack& ack) {
+  std::lock_guard lock(mu_);
+  auto it = pending_.find(ack.seq());
+  if (it == pending_.end()) return;  // acked twice across a replay: harmless
+  switch (ack.status()) {
+    case v1::ACK_STATUS_STORED: ++stats_.acked_stored; break;
+    case v1::ACK_STATUS_DUPLICATE: ++stats_.acked_duplicate; break;
+    case v1::ACK_STATUS_REJECTED:
+      ++stats_.rejected;
+      LOG_ERROR(kLog, "collector rejected batch ", ack.seq(), ": ", ack.error());
+      break;
+    default:
+      LOG_WARN(kLog, "ack for seq ", ack.seq(), " has unknown status ", ack.status());
+      return;
+  }
+  if (ack.status() != v1::ACK_STATUS_REJECTED && ack.seq() > stats_.max_acked_seq)
+    stats_.max_acked_seq = ack.seq();
+  pending_.erase(it);
+  cv_.notify_all();
+}
+
+bool TelemetryShipper::RunStream(v1::Telemetry::Stub& stub) {
+  grpc::ClientContext context;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return false;
+    live_context_ = &context;
+    stream_broken_ = false;
+    // Replay: everything still unacked goes out again, oldest first.
+    send_cursor_ = pending_.empty() ? next_seq_ : pending_.begin()->first;
+  }
+  auto stream = stub.Push(&context);
+  bool got_ack = false;
+  std::thread reader([&] {
+    v1::Ack ack;
+    while (stream->Read(&ack)) {
+      got_ack = true;
+      HandleAck(ack);
+    }
+    std::lock_guard lock(mu_);
+    stream_broken_ = true;
+    cv_.notify_all();
+  });
+  {
+    std::lock_guard lock(mu_);
+    stats_.connected = true;
+  }
+  for (;;) {
+    v1::TelemetryBatch to_send;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] {
+        return stopping_ || stream_broken_ || pending_.lower_bound(send_cursor_) != pending_.end();
+      });
+      if (stopping_ || stream_broken_) break;
+      auto it = pending_.lower_bound(send_cursor_);
+      to_send = it->second;  // copy: the ack may erase the entry while we write
+      send_cursor_ = it->first + 1;
+    }
+    if (!stream->Write(to_send)) break;
+    std::lock_guard lock(mu_);
+    ++stats_.sent;
+  }
+  context.TryCancel();
+  reader.join();
+  grpc::Status status = stream->Finish();
+  std::lock_guard lock(mu_);
+  live_context_ = nullptr;
+  stats_.connected = false;
+  if (!stopping_) {
+    ++stats_.stream_failures;
+    LOG_WARN(kLog, "stream to collector ", options_.target, " ended: ",
+             status.ok() ? "closed by collector" : status.error_message());
+  }
+  return got_ack;
+}
+
+void TelemetryShipper::SenderLoop() {
+  auto stub = v1::Telemetry::NewStub(channel_);
+  std::mt19937_64 jitter(std::random_device{}());
+  int64_t backoff_us = options_.initial_backoff_us;
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+    }
+    const bool made_progress = RunStream(*stub);
+    if (made_progress) backoff_us = options_.initial_backoff_us;
+    // Full jitter keeps thousands of agents from reconnecting in lockstep.
+    const int64_t wait_us =
+        backoff_us / 2 + static_cast<int64_t>(jitter() % static_cast<uint64_t>(backoff_us / 2 + 1));
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::microseconds(wait_us), [this] { return stopping_; });
+    if (stopping_) return;
+    backoff_us = std::min(backoff_us * 2, options_.max_backoff_us);
+  }
+}
+
+}  // namespace rocefab

@@ -1,0 +1,101 @@
+#pragma once
+// Ships telemetry batches from an agent to rocefab-collectord over the
+// Telemetry.Push stream, with at-least-once delivery.
+//
+// Each batch gets the next sequence number of this agent incarnation and stays
+// queued until the collector acks it (stored or duplicate). After a broken
+// stream the shipper reconnects with exponential backoff and re-sends every
+// unacked batch in order; the collector deduplicates by (agent, boot, seq).
+// The queue is bounded: past max_pending the oldest batch is dropped and
+// counted in stats().dropped_overflow.
+//
+// Thread-safety: Enqueue, Flush, stats and Stop may be called from any
+// thread. The shipper owns one sender thread and, while connected, one ack
+// reader thread.
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "common/clock.h"
+#include "rocefab/v1/config.pb.h"
+#include "rocefab/v1/telemetry.grpc.pb.h"
+
+namespace rocefab {
+
+// A fresh random id (UUID text) for an agent incarnation.
+std::string NewBootId();
+
+class TelemetryShipper final {
+ public:
+  struct Options {
+    std::string target;  // collector host:port
+    v1::TlsSettings tls;
+    std::string agent_id;
+    v1::AgentKind agent_kind = v1::AGENT_KIND_HOST;
+    std::string agent_boot_id;  // NewBootId() when empty
+    size_t max_pending = 3600;
+    int64_t initial_backoff_us = 200'000;
+    int64_t max_backoff_us = 10'000'000;
+  };
+
+  struct Stats {
+    uint64_t enqueued = 0;
+    uint64_t sent = 0;  // writes, replays included
+    uint64_t acked_stored = 0;
+    uint64_t acked_duplicate = 0;
+    uint64_t rejected = 0;
+    uint64_t dropped_overflow = 0;
+    uint64_t stream_failures = 0;
+    uint64_t max_acked_seq = 0;
+    uint64_t last_seq = 0;
+    size_t pending = 0;
+    bool connected = false;
+  };
+
+  TelemetryShipper(Options options, const Clock& clock);
+  ~TelemetryShipper();
+  TelemetryShipper(const TelemetryShipper&) = delete;
+  TelemetryShipper& operator=(const TelemetryShipper&) = delete;
+
+  // Starts the sender thread. Fails only on bad TLS settings.
+  absl::Status Start();
+  // Stamps agent id, boot id and the next seq on `batch` and queues it.
+  // Never blocks on the network. Returns the seq.
+  uint64_t Enqueue(v1::TelemetryBatch batch);
+  // Waits until every queued batch is acked, or `timeout_us` passes.
+  // Returns true when nothing is pending.
+  bool Flush(int64_t timeout_us);
+  // Stops the threads. Unacked batches are dropped (counted in stats()).
+  void Stop();
+  Stats stats() const;
+  const std::string& agent_boot_id() const { return options_.agent_boot_id; }
+
+ private:
+  void SenderLoop();
+  // Runs one stream until it breaks or Stop(). Returns true if any ack came.
+  bool RunStream(v1::Telemetry::Stub& stub);
+  void HandleAck(const v1::Ack& ack);
+
+  Options options_;
+  const Clock& clock_;
+  std::shared_ptr<grpc::Channel> channel_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<uint64_t, v1::TelemetryBatch> pending_;  // by seq
+  uint64_t next_seq_ = 1;
+  uint64_t send_cursor_ = 1;  // next seq to write on the current stream
+  bool stream_broken_ = false;
+  bool stopping_ = false;
+  grpc::ClientContext* live_context_ = nullptr;
+  Stats stats_;
+  std::thread sender_;
+};
+
+}  // namespace rocefab
