@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
   using namespace rocefab::cli;
   CLI::App app{"rocefab: troubleshoot the RoCE training fabric and drive its controller."};
   app.require_subcommand(1);
+  // Global options may follow the subcommand: `rocefab counters --host h -o json`.
+  app.fallthrough();
   app.get_formatter()->column_width(34);
   GlobalOptions global;
   app.add_option("--collector", global.collector, "rocefab-collectord gRPC address")

@@ -214,8 +214,8 @@ Store::~Store() {
 }
 
 absl::StatusOr<int64_t> Store::SeriesId(const v1::EntitySamples& entity, const v1::Sample& sample) {
-  const int64_t prio = sample.has_prio() ? sample.prio() : -1;
-  const int64_t queue = sample.has_queue() ? sample.queue() : -1;
+  const int64_t prio = sample.has_prio() ? static_cast<int64_t>(sample.prio()) : -1;
+  const int64_t queue = sample.has_queue() ? static_cast<int64_t>(sample.queue()) : -1;
   key_.clear();
   StrAppend(&key_, entity.scope(), "|", entity.entity(), "|", entity.port(), "|",
                   sample.counter(), "|", prio, "|", queue);

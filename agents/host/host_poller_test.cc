@@ -1,0 +1,101 @@
+#include "agents/host/host_poller.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/mocks/fake_clock.h"
+#include "tests/support/test_support.h"
+
+namespace rocefab::hostd {
+namespace {
+
+const std::string kHostA = std::string(ROCEFAB_FIXTURES) + "/hosts/z1-r01-h1";
+
+// A link source that remembers nothing and answers from a table.
+class FakeLinks final : public LinkStateSource {
+ public:
+  absl::StatusOr<LinkState> Read(const std::string& netdev) override {
+    if (netdev == "eth2") return LinkState{false, 6, true};
+    return absl::NotFoundError(netdev);
+  }
+};
+
+TEST(HostPoller, CombinesSysfsEthtoolAndNetlink) {
+  FsRoot sysfs(kHostA + "/sys");
+  TextEthtoolSource ethtool(kHostA + "/ethtool");
+  FakeLinks links;
+  testing::FakeClock clock;
+  HostPoller poller("z1-r01-h1", {&sysfs, &ethtool, &links}, clock);
+  HostSnapshot snapshot = poller.Poll();
+  ASSERT_EQ(snapshot.nics.size(), 2u);
+  EXPECT_EQ(snapshot.timestamp_us, clock.NowUs());
+  const NicReading& nic0 = snapshot.nics[0];
+  EXPECT_EQ(nic0.per_prio.at("pfc_rx_pause_frames").at(3), 42u);
+  // Netlink carrier overrides sysfs phys_state.
+  EXPECT_EQ(nic0.link_up, false);
+  EXPECT_EQ(nic0.counters.at("carrier_changes"), 6u);
+  // eth3 is unknown to the fake netlink: sysfs state stands.
+  EXPECT_EQ(snapshot.nics[1].link_up, true);
+}
+
+TEST(SnapshotToJson, HasTheDocumentedShape) {
+  FsRoot sysfs(kHostA + "/sys");
+  TextEthtoolSource ethtool(kHostA + "/ethtool");
+  testing::FakeClock clock;
+  HostPoller poller("z1-r01-h1", {&sysfs, &ethtool, nullptr}, clock);
+  nlohmann::json json = SnapshotToJson(poller.Poll());
+  EXPECT_EQ(json["host"], "z1-r01-h1");
+  ASSERT_EQ(json["nics"].size(), 2u);
+  EXPECT_EQ(json["nics"][0]["device"], "mlx5_0");
+  EXPECT_EQ(json["nics"][0]["port"], 1);
+  EXPECT_EQ(json["nics"][0]["netdev"], "eth2");
+  EXPECT_EQ(json["nics"][0]["counters"]["rx_bytes"], 1'000'000'000);
+  EXPECT_EQ(json["nics"][0]["counters"]["pfc_rx_pause_frames"]["3"], 42);
+  EXPECT_EQ(json["health"]["skipped_values"], 2);
+  EXPECT_FALSE(json["nics"][1]["counters"].contains("symbol_errors"));
+}
+
+TEST(AppendSnapshot, WrapOfAQCounterBetweenPollsIsADelta) {
+  testing::TempDir dir;
+  testing::CopyTree(kHostA + "/sys", dir / "sys");
+  FsRoot sysfs(dir / "sys");
+  testing::FakeClock clock;
+  HostPoller poller("h", {&sysfs, nullptr, nullptr}, clock);
+  BatchBuilder builder;
+  v1::TelemetryBatch first = builder.NewBatch(clock.NowUs());
+  AppendSnapshot(poller.Poll(), &builder, &first);
+  EXPECT_EQ(first.health().skipped_values(), 2u);
+  testing::WriteFile(dir / "sys/class/infiniband/mlx5_0/ports/1/hw_counters/out_of_sequence",
+                     "5\n");
+  testing::WriteFile(dir / "sys/class/infiniband/mlx5_0/ports/1/counters/port_rcv_data",
+                     "250001000\n");
+  clock.Advance(1'000'000);
+  v1::TelemetryBatch second = builder.NewBatch(clock.NowUs());
+  AppendSnapshot(poller.Poll(), &builder, &second);
+  ASSERT_GE(second.entities_size(), 1);
+  const v1::EntitySamples& nic0 = second.entities(0);
+  EXPECT_EQ(nic0.entity(), "h/mlx5_0");
+  bool saw_ooo = false, saw_rx = false;
+  for (const auto& sample : nic0.samples()) {
+    if (sample.counter() == "out_of_sequence") {
+      saw_ooo = true;
+      EXPECT_EQ(sample.delta(), 11u);
+      EXPECT_FALSE(sample.reset());
+    }
+    if (sample.counter() == "rx_bytes") {
+      saw_rx = true;
+      EXPECT_EQ(sample.delta(), 4000u);
+    }
+  }
+  EXPECT_TRUE(saw_ooo);
+  EXPECT_TRUE(saw_rx);
+}
+
+TEST(ReadHostBootId, FromProc) {
+  FsRoot proc(kHostA + "/proc");
+  EXPECT_EQ(ReadHostBootId(proc), "5b0c7a3e-2d8f-4f1e-9a51-0d3c6f1a2b44");
+  testing::TempDir empty;
+  EXPECT_EQ(ReadHostBootId(FsRoot(empty.path())), "");
+}
+
+}  // namespace
+}  // namespace rocefab::hostd

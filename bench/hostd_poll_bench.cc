@@ -1,0 +1,127 @@
+// One rocefab-hostd poll of a host with 8 mlx5 RoCE ports (the Llama 3 host
+// shape: one 400G NIC per GPU), against the same work done by a real peer:
+// node_exporter's infiniband collector scraped over the same sysfs tree.
+//
+//   BM_HostdPoll            sysfs + ethtool text + delta batch (what each tick does)
+//   BM_HostdPollSysfsOnly   the sysfs half alone, to compare like with like
+//   BM_NodeExporterScrape   GET /metrics of prometheus-node-exporter with only
+//                           --collector.infiniband, --path.sysfs on the same tree
+//
+// The peer runs when ROCEFAB_BENCH_NODE_EXPORTER names its binary
+// (scripts/bench.sh does that); otherwise BM_NodeExporterScrape is skipped
+// with a message.
+#include <benchmark/benchmark.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "agents/host/ethtool_stats.h"
+#include "agents/host/host_poller.h"
+#include "common/batch_builder.h"
+#include "tests/support/test_support.h"
+
+namespace {
+
+using namespace rocefab;
+
+// Builds <dir>/sys with mlx5_0..mlx5_7 and <dir>/ethtool/eth2..eth9 from the
+// fixture host's first port, which has the full mlx5 counter set.
+struct EightNicHost {
+  testing::TempDir dir;
+  EightNicHost() {
+    const std::string fixture = std::string(ROCEFAB_FIXTURES) + "/hosts/z1-r01-h1";
+    for (int i = 0; i < 8; ++i) {
+      const std::string dev = "mlx5_" + std::to_string(i);
+      const std::string netdev = "eth" + std::to_string(i + 2);
+      const std::string base = dir / ("sys/class/infiniband/" + dev);
+      testing::CopyTree(fixture + "/sys/class/infiniband/mlx5_0/ports", base + "/ports");
+      testing::WriteFile(base + "/device/net/" + netdev + "/ifindex", std::to_string(i + 4) + "\n");
+      testing::WriteFile(base + "/node_type", "1: CA\n");
+      testing::WriteFile(dir / ("ethtool/" + netdev + "/statistics"),
+                         testing::ReadFile(fixture + "/ethtool/eth2/statistics"));
+    }
+  }
+};
+
+EightNicHost& Host() {
+  static EightNicHost host;
+  return host;
+}
+
+void BM_HostdPoll(benchmark::State& state) {
+  FsRoot sysfs(Host().dir / "sys");
+  hostd::TextEthtoolSource ethtool(Host().dir / "ethtool");
+  hostd::HostPoller poller("z1-r01-h1", {&sysfs, &ethtool, nullptr}, SystemClock::Instance());
+  BatchBuilder builder;
+  size_t samples = 0;
+  for (auto _ : state) {
+    hostd::HostSnapshot snapshot = poller.Poll();
+    v1::TelemetryBatch batch = builder.NewBatch(snapshot.timestamp_us);
+    hostd::AppendSnapshot(snapshot, &builder, &batch);
+    samples = 0;
+    for (const auto& e : batch.entities()) samples += e.samples_size();
+    benchmark::DoNotOptimize(batch);
+  }
+  state.counters["samples_per_poll"] = static_cast<double>(samples);
+  state.counters["nics"] = 8;
+}
+BENCHMARK(BM_HostdPoll)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_HostdPollSysfsOnly(benchmark::State& state) {
+  FsRoot sysfs(Host().dir / "sys");
+  for (auto _ : state) {
+    hostd::ReadHealth health;
+    auto nics = hostd::RdmaSysfsReader(sysfs).ReadAll(&health);
+    benchmark::DoNotOptimize(nics);
+  }
+}
+BENCHMARK(BM_HostdPollSysfsOnly)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+void BM_NodeExporterScrape(benchmark::State& state) {
+  const char* binary = std::getenv("ROCEFAB_BENCH_NODE_EXPORTER");
+  if (binary == nullptr || access(binary, X_OK) != 0) {
+    state.SkipWithError("peer not run: set ROCEFAB_BENCH_NODE_EXPORTER (make bench does)");
+    return;
+  }
+  const std::string address = "127.0.0.1:" + std::to_string(FreePort());
+  testing::Subprocess peer({{binary, "--path.sysfs=" + Host().dir / "sys",
+                             "--collector.disable-defaults", "--collector.infiniband",
+                             "--web.listen-address=" + address},
+                            {},
+                            "",
+                            Host().dir / "node_exporter.log"});
+  if (!testing::WaitFor([&] { return testing::HttpGet(address, "/metrics").has_value(); },
+                        std::chrono::seconds(10))) {
+    state.SkipWithError("node_exporter did not start");
+    return;
+  }
+  auto first = testing::HttpGet(address, "/metrics");
+  if (first->find("node_infiniband_port_data_received_bytes_total") == std::string::npos) {
+    state.SkipWithError("node_exporter did not read the infiniband tree");
+    return;
+  }
+  for (auto _ : state) {
+    auto body = testing::HttpGet(address, "/metrics");
+    benchmark::DoNotOptimize(body);
+  }
+}
+BENCHMARK(BM_NodeExporterScrape)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

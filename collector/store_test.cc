@@ -1,0 +1,177 @@
+#include "collector/store.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/test_support.h"
+
+namespace rocefab::collector {
+namespace {
+
+v1::TelemetryBatch Batch(uint64_t seq, int64_t ts_us, uint64_t rx_bytes,
+                         std::optional<uint64_t> delta, const std::string& boot = "boot-1") {
+  v1::TelemetryBatch batch;
+  batch.set_agent_id("z1-r01-h1");
+  batch.set_agent_boot_id(boot);
+  batch.set_host_boot_id("kernel-boot");
+  batch.set_agent_kind(v1::AGENT_KIND_HOST);
+  batch.set_seq(seq);
+  batch.set_created_us(ts_us);
+  batch.mutable_health()->set_skipped_values(2);
+  auto* entity = batch.add_entities();
+  entity->set_scope(v1::SCOPE_NIC);
+  entity->set_entity("z1-r01-h1/mlx5_0");
+  entity->set_port(1);
+  entity->set_timestamp_us(ts_us);
+  auto* rx = entity->add_samples();
+  rx->set_counter("rx_bytes");
+  rx->set_kind(v1::VALUE_KIND_COUNTER);
+  rx->set_value(rx_bytes);
+  if (delta) rx->set_delta(*delta);
+  auto* pfc = entity->add_samples();
+  pfc->set_counter("pfc_rx_pause_frames");
+  pfc->set_prio(3);
+  pfc->set_kind(v1::VALUE_KIND_COUNTER);
+  pfc->set_value(seq * 10);
+  if (delta) pfc->set_delta(10);
+  return batch;
+}
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = Store::Open({dir_ / "collector.db"});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+  }
+  std::vector<WriteOutcome> Write(std::vector<v1::TelemetryBatch> batches, int64_t now = 5) {
+    std::vector<const v1::TelemetryBatch*> ptrs;
+    for (const auto& b : batches) ptrs.push_back(&b);
+    auto outcomes = store_->WriteBatches(ptrs, now);
+    EXPECT_TRUE(outcomes.ok()) << outcomes.status();
+    return outcomes.ok() ? *outcomes : std::vector<WriteOutcome>{};
+  }
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(StoreTest, StoresAndDeduplicatesByAgentBootSeq) {
+  auto first = Write({Batch(1, 1'000'000, 4000, std::nullopt)});
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].status, v1::ACK_STATUS_STORED);
+  EXPECT_EQ(first[0].samples_written, 2u);
+  // The same batch again (its ack was lost) and a new one in one transaction.
+  auto second = Write({Batch(1, 1'000'000, 4000, std::nullopt), Batch(2, 2'000'000, 8000, 4000)});
+  ASSERT_EQ(second.size(), 2u);
+  EXPECT_EQ(second[0].status, v1::ACK_STATUS_DUPLICATE);
+  EXPECT_EQ(second[0].samples_written, 0u);
+  EXPECT_EQ(second[1].status, v1::ACK_STATUS_STORED);
+  // Same seq under a new agent boot id is a different batch.
+  auto third = Write({Batch(1, 3'000'000, 100, std::nullopt, "boot-2")});
+  EXPECT_EQ(third[0].status, v1::ACK_STATUS_STORED);
+
+  auto agents = store_->ListAgents();
+  ASSERT_TRUE(agents.ok());
+  ASSERT_EQ(agents->size(), 1u);
+  const v1::AgentInfo& agent = (*agents)[0];
+  EXPECT_EQ(agent.agent_id(), "z1-r01-h1");
+  EXPECT_EQ(agent.batches(), 3u);  // duplicates are not counted
+  EXPECT_EQ(agent.samples(), 6u);
+  EXPECT_EQ(agent.agent_boot_id(), "boot-2");
+  EXPECT_EQ(agent.last_seq(), 1u);  // restarted with the new boot
+  EXPECT_EQ(agent.health().skipped_values(), 6u);
+}
+
+TEST_F(StoreTest, UnknownCountersAreRejectedAndCounted) {
+  v1::TelemetryBatch batch = Batch(1, 1, 1, std::nullopt);
+  auto* bogus = batch.mutable_entities(0)->add_samples();
+  bogus->set_counter("rx_bogons");
+  bogus->set_value(1);
+  auto outcomes = Write({batch});
+  EXPECT_EQ(outcomes[0].samples_written, 2u);
+  EXPECT_EQ(outcomes[0].samples_rejected, 1u);
+}
+
+TEST_F(StoreTest, CountersQueryReturnsLatestAndRate) {
+  Write({Batch(1, 10'000'000, 4000, std::nullopt), Batch(2, 11'000'000, 8000, 4000),
+         Batch(3, 12'000'000, 16000, 8000)});
+  v1::GetCountersRequest request;
+  request.set_host("z1-r01-h1");
+  request.set_since_us(0);
+  auto rows = store_->GetCounters(request);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 2u);
+  const v1::CounterRow& pfc = (*rows)[0];
+  EXPECT_EQ(pfc.counter(), "pfc_rx_pause_frames");
+  EXPECT_TRUE(pfc.has_prio());
+  EXPECT_EQ(pfc.prio(), 3u);
+  const v1::CounterRow& rx = (*rows)[1];
+  EXPECT_EQ(rx.counter(), "rx_bytes");
+  EXPECT_FALSE(rx.has_prio());
+  EXPECT_EQ(rx.value(), 16000u);
+  EXPECT_EQ(rx.timestamp_us(), 12'000'000);
+  ASSERT_TRUE(rx.has_rate());
+  EXPECT_DOUBLE_EQ(rx.rate_per_second(), 6000.0);  // (4000 + 8000) bytes over 2 s
+
+  // Filters: device, counter, and a host that is only a prefix.
+  request.set_device("mlx5_0");
+  request.set_counter("rx_bytes");
+  EXPECT_EQ(store_->GetCounters(request)->size(), 1u);
+  request.set_host("z1-r01-h");
+  EXPECT_EQ(store_->GetCounters(request)->size(), 0u);
+  // A window holding one sample has no rate.
+  v1::GetCountersRequest narrow;
+  narrow.set_since_us(12'000'000);
+  auto narrow_rows = store_->GetCounters(narrow);
+  EXPECT_FALSE((*narrow_rows)[1].has_rate());
+}
+
+TEST_F(StoreTest, RetentionPrunesOldSamples) {
+  Write({Batch(1, 1'000'000, 1, std::nullopt), Batch(2, 9'000'000, 2, 1)}, /*now=*/1'000'000);
+  auto pruned = store_->Prune(5'000'000);
+  ASSERT_TRUE(pruned.ok());
+  EXPECT_EQ(*pruned, 2u + 2u);  // 2 samples of batch 1, and both batch rows
+  v1::GetCountersRequest request;
+  auto rows = store_->GetCounters(request);
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[1].value(), 2u);
+}
+
+TEST_F(StoreTest, SurvivesReopen) {
+  Write({Batch(1, 1, 1, std::nullopt)});
+  store_.reset();
+  auto reopened = Store::Open({dir_ / "collector.db"});
+  ASSERT_TRUE(reopened.ok());
+  store_ = std::move(*reopened);
+  auto again = Write({Batch(1, 1, 1, std::nullopt)});
+  EXPECT_EQ(again[0].status, v1::ACK_STATUS_DUPLICATE);
+}
+
+TEST(StoreOpen, ClearErrors) {
+  auto missing_dir = Store::Open({"/nonexistent/dir/collector.db"});
+  ASSERT_FALSE(missing_dir.ok());
+  EXPECT_NE(std::string(missing_dir.status().message()).find("/nonexistent/dir/collector.db"),
+            std::string::npos);
+  testing::TempDir dir;
+  testing::WriteFile(dir / "not-a-db", "this is not an SQLite file, it is a text file\n");
+  EXPECT_FALSE(Store::Open({dir / "not-a-db"}).ok());
+}
+
+TEST(StoreOpen, RefusesANewerSchema) {
+  testing::TempDir dir;
+  {
+    auto store = Store::Open({dir / "db"});
+    ASSERT_TRUE(store.ok());
+  }
+  std::string out, err;
+  ASSERT_EQ(testing::RunCommand({"/usr/bin/sqlite3", dir / "db",
+                                 "UPDATE meta SET value='99' WHERE key='schema_version'"},
+                                &out, &err),
+            0)
+      << err;
+  auto store = Store::Open({dir / "db"});
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(std::string(store.status().message()).find("schema version 99"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rocefab::collector

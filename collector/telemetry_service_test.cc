@@ -1,0 +1,219 @@
+// The Telemetry service with its real store, ingester and gRPC server on a
+// loopback port, driven by the real shipper and by raw streams.
+#include "collector/telemetry_service.h"
+
+#include <gtest/gtest.h>
+
+#include <grpcpp/generic/generic_stub.h>
+
+#include "collector/latest_values.h"
+#include "common/grpc_util.h"
+#include "common/telemetry_shipper.h"
+#include "tests/support/test_support.h"
+
+namespace rocefab::collector {
+namespace {
+
+v1::TelemetryBatch ValidBatch(uint64_t seq) {
+  v1::TelemetryBatch batch;
+  batch.set_agent_id("z1-r01-h1");
+  batch.set_agent_boot_id("boot-1");
+  batch.set_seq(seq);
+  auto* e = batch.add_entities();
+  e->set_scope(v1::SCOPE_NIC);
+  e->set_entity("z1-r01-h1/mlx5_0");
+  e->set_port(1);
+  e->set_timestamp_us(static_cast<int64_t>(seq) * 1'000'000);
+  auto* s = e->add_samples();
+  s->set_counter("rx_bytes");
+  s->set_kind(v1::VALUE_KIND_COUNTER);
+  s->set_value(seq * 4096);
+  return batch;
+}
+
+TEST(ValidateBatch, AcceptsValidAndNamesWhatIsWrong) {
+  EXPECT_EQ(ValidateBatch(ValidBatch(1)), "");
+  v1::TelemetryBatch b = ValidBatch(0);
+  EXPECT_NE(ValidateBatch(b).find("seq"), std::string::npos);
+  b = ValidBatch(1);
+  b.clear_agent_id();
+  EXPECT_NE(ValidateBatch(b).find("agent_id"), std::string::npos);
+  b = ValidBatch(1);
+  b.set_agent_id("has space");
+  EXPECT_NE(ValidateBatch(b), "");
+  b = ValidBatch(1);
+  b.clear_agent_boot_id();
+  EXPECT_NE(ValidateBatch(b).find("agent_boot_id"), std::string::npos);
+  b = ValidBatch(1);
+  b.mutable_entities(0)->set_scope(static_cast<v1::Scope>(42));
+  EXPECT_NE(ValidateBatch(b).find("scope"), std::string::npos);
+  b = ValidBatch(1);
+  b.mutable_entities(0)->mutable_samples(0)->set_prio(9);
+  EXPECT_NE(ValidateBatch(b).find("prio 9"), std::string::npos);
+  b = ValidBatch(1);
+  b.mutable_entities(0)->mutable_samples(0)->clear_counter();
+  EXPECT_NE(ValidateBatch(b).find("counter"), std::string::npos);
+  b = ValidBatch(1);
+  b.mutable_entities(0)->clear_entity();
+  EXPECT_NE(ValidateBatch(b), "");
+}
+
+// A collector in this process: store, ingester and services on port 0.
+class Collector {
+ public:
+  Collector(const std::string& db, const std::string& listen = "127.0.0.1:0")
+      : registry_(std::make_shared<prometheus::Registry>()), metrics_(*registry_) {
+    auto store = Store::Open({db});
+    EXPECT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    ingester_ = std::make_unique<Ingester>(Ingester::Options{}, *store_, latest_, metrics_,
+                                           SystemClock::Instance());
+    agents_ = std::make_unique<AgentRegistry>(metrics_);
+    service_ = std::make_unique<TelemetryService>(*ingester_, *agents_, metrics_);
+    ingester_->Start();
+    auto server = StartGrpcServer(listen, {}, {service_.get()});
+    EXPECT_TRUE(server.ok()) << server.status();
+    server_ = std::move(server->server);
+    address_ = server->bound_address;
+  }
+  ~Collector() { Stop(); }
+  void Stop() {
+    if (server_) {
+      server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+      ingester_->Stop();
+      server_->Wait();
+      server_.reset();
+    }
+  }
+  const std::string& address() const { return address_; }
+  Store& store() { return *store_; }
+  CollectorMetrics& metrics() { return metrics_; }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  CollectorMetrics metrics_;
+  LatestValues latest_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Ingester> ingester_;
+  std::unique_ptr<AgentRegistry> agents_;
+  std::unique_ptr<TelemetryService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+};
+
+TEST(TelemetryService, RawStreamAcksStoredDuplicateAndRejected) {
+  testing::TempDir dir;
+  Collector collector(dir / "db");
+  auto channel = *MakeChannel(collector.address(), {});
+  auto stub = v1::Telemetry::NewStub(channel);
+  grpc::ClientContext context;
+  auto stream = stub->Push(&context);
+  ASSERT_TRUE(stream->Write(ValidBatch(1)));
+  v1::Ack ack;
+  ASSERT_TRUE(stream->Read(&ack));
+  EXPECT_EQ(ack.seq(), 1u);
+  EXPECT_EQ(ack.status(), v1::ACK_STATUS_STORED);
+  ASSERT_TRUE(stream->Write(ValidBatch(1)));
+  ASSERT_TRUE(stream->Read(&ack));
+  EXPECT_EQ(ack.status(), v1::ACK_STATUS_DUPLICATE);
+  v1::TelemetryBatch bad = ValidBatch(2);
+  bad.mutable_entities(0)->mutable_samples(0)->set_prio(12);
+  ASSERT_TRUE(stream->Write(bad));
+  ASSERT_TRUE(stream->Read(&ack));
+  EXPECT_EQ(ack.seq(), 2u);
+  EXPECT_EQ(ack.status(), v1::ACK_STATUS_REJECTED);
+  EXPECT_NE(ack.error().find("prio 12"), std::string::npos);
+  v1::TelemetryBatch other_agent = ValidBatch(3);
+  other_agent.set_agent_id("impostor");
+  ASSERT_TRUE(stream->Write(other_agent));
+  ASSERT_TRUE(stream->Read(&ack));
+  EXPECT_EQ(ack.status(), v1::ACK_STATUS_REJECTED);
+  // The stream still works after rejections.
+  ASSERT_TRUE(stream->Write(ValidBatch(4)));
+  ASSERT_TRUE(stream->Read(&ack));
+  EXPECT_EQ(ack.seq(), 4u);
+  EXPECT_EQ(ack.status(), v1::ACK_STATUS_STORED);
+  stream->WritesDone();
+  EXPECT_FALSE(stream->Read(&ack));
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(collector.metrics().batches_rejected.Value(), 2);
+  EXPECT_EQ(collector.metrics().batches_duplicate.Value(), 1);
+  EXPECT_EQ(collector.metrics().batches_stored.Value(), 2);
+}
+
+TEST(TelemetryService, GarbageBytesAreRefusedNotCrashed) {
+  testing::TempDir dir;
+  Collector collector(dir / "db");
+  // A generic call carrying bytes that are not a TelemetryBatch.
+  auto channel = *MakeChannel(collector.address(), {});
+  grpc::GenericStub generic(channel);
+  grpc::ClientContext context;
+  grpc::CompletionQueue cq;
+  auto call = generic.PrepareCall(&context, "/rocefab.v1.Telemetry/Push", &cq);
+  call->StartCall(reinterpret_cast<void*>(1));
+  void* tag;
+  bool ok;
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  const std::string junk = "\xff\xff\xff\xff\x0f not a protobuf";
+  grpc::Slice slice(junk);
+  grpc::ByteBuffer buffer(&slice, 1);
+  call->Write(buffer, reinterpret_cast<void*>(2));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(3));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  // Nothing of it was stored or acked.
+  EXPECT_EQ(collector.metrics().batches_stored.Value(), 0);
+  EXPECT_EQ(collector.store().ListAgents()->size(), 0u);
+  // The collector still serves a well-formed stream.
+  TelemetryShipper::Options options;
+  options.target = collector.address();
+  options.agent_id = "z1-r01-h1";
+  TelemetryShipper shipper(options, SystemClock::Instance());
+  ASSERT_TRUE(shipper.Start().ok());
+  shipper.Enqueue(ValidBatch(1));
+  EXPECT_TRUE(shipper.Flush(10'000'000));
+}
+
+TEST(TelemetryShipper, DeliversEverythingAcrossACollectorRestart) {
+  testing::TempDir dir;
+  auto collector = std::make_unique<Collector>(dir / "db");
+  const std::string address = collector->address();
+  TelemetryShipper::Options options;
+  options.target = address;
+  options.agent_id = "z1-r01-h1";
+  options.initial_backoff_us = 20'000;
+  options.max_backoff_us = 100'000;
+  TelemetryShipper shipper(options, SystemClock::Instance());
+  ASSERT_TRUE(shipper.Start().ok());
+  for (uint64_t i = 1; i <= 20; ++i) shipper.Enqueue(ValidBatch(i));
+  ASSERT_TRUE(shipper.Flush(10'000'000));
+  EXPECT_EQ(shipper.stats().max_acked_seq, 20u);
+
+  collector->Stop();
+  collector.reset();
+  for (uint64_t i = 21; i <= 40; ++i) shipper.Enqueue(ValidBatch(i));
+  EXPECT_EQ(shipper.stats().pending, 20u);
+
+  Collector restarted(dir / "db", address);
+  ASSERT_EQ(restarted.address(), address);
+  ASSERT_TRUE(shipper.Flush(20'000'000)) << "pending " << shipper.stats().pending;
+  auto stats = shipper.stats();
+  EXPECT_EQ(stats.max_acked_seq, 40u);
+  EXPECT_EQ(stats.acked_stored + stats.acked_duplicate, 40u);
+  EXPECT_GE(stats.stream_failures, 1u);
+  shipper.Stop();
+
+  auto agents = restarted.store().ListAgents();
+  ASSERT_TRUE(agents.ok());
+  ASSERT_EQ(agents->size(), 1u);
+  EXPECT_EQ((*agents)[0].batches(), 40u);  // each batch stored exactly once
+  EXPECT_EQ((*agents)[0].samples(), 40u);
+  EXPECT_EQ((*agents)[0].last_seq(), 40u);
+}
+
+}  // namespace
+}  // namespace rocefab::collector

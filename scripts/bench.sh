@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs the benchmarks with their real peers on this machine, in the same run.
+# Usage: scripts/bench.sh BUILD_DIR
+set -euo pipefail
+build=${1:-build}
+if ! command -v prometheus-node-exporter >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus-node-exporter >/dev/null
+  else
+    echo "bench: install prometheus-node-exporter to run the peer comparison" >&2
+  fi
+fi
+export ROCEFAB_BENCH_NODE_EXPORTER=$(command -v prometheus-node-exporter || true)
+"$build/bin/hostd_poll_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true "${@:2}"
