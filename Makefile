@@ -3,6 +3,7 @@
 # build with CMake into build/.
 
 BUILD_DIR ?= build
+MAKEFLAGS += --no-print-directory
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 ARGS ?=

@@ -133,6 +133,10 @@ bool ParseScope(std::string_view name, v1::Scope* scope) {
 std::string MetricName(const CounterDef& def) {
   std::string base(def.name);
   if (base.ends_with("_us")) base = StrCat(base.substr(0, base.size() - 3), "_seconds");
+  // "queue_drops" in scope "queue" is rocefab_queue_drops_total, not
+  // rocefab_queue_queue_drops_total.
+  const std::string scope_prefix = StrCat(ScopeName(def.scope), "_");
+  if (base.starts_with(scope_prefix)) base = base.substr(scope_prefix.size());
   std::string name = StrCat("rocefab_", ScopeName(def.scope), "_", base);
   if (def.kind == v1::VALUE_KIND_COUNTER) StrAppend(&name, "_total");
   return name;

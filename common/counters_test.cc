@@ -29,6 +29,9 @@ TEST(Counters, MetricNamesFollowTheVocabularyRules) {
             "rocefab_nic_pfc_rx_pause_seconds_total");
   EXPECT_DOUBLE_EQ(MetricScale(*FindCounter(v1::SCOPE_NIC, "pfc_rx_pause_us")), 1e-6);
   EXPECT_EQ(MetricName(*FindCounter(v1::SCOPE_NIC, "link_up")), "rocefab_nic_link_up");
+  EXPECT_EQ(MetricName(*FindCounter(v1::SCOPE_QUEUE, "queue_drops")), "rocefab_queue_drops_total");
+  EXPECT_EQ(MetricName(*FindCounter(v1::SCOPE_COLL, "coll_exec_time_us")),
+            "rocefab_coll_exec_time_seconds");
   EXPECT_EQ(MetricName(*FindCounter(v1::SCOPE_PORT, "link_flaps")),
             "rocefab_port_link_flaps_total");
 }

@@ -35,7 +35,10 @@ bool ParseRate(std::string_view text, uint64_t* bytes_per_second) {
   std::string_view rest = text.substr(space + 1);
   if (!rest.starts_with("Gb/sec")) return false;
   double gbits = 0;
-  if (!absl::SimpleAtod(absl::string_view(number.data(), number.size()), &gbits) || gbits < 0 || gbits > 1e6) return false;
+  // Written so that NaN fails too.
+  if (!absl::SimpleAtod(absl::string_view(number.data(), number.size()), &gbits) ||
+      !(gbits >= 0 && gbits <= 1e6))
+    return false;
   *bytes_per_second = static_cast<uint64_t>(gbits * 1e9 / 8.0 + 0.5);
   return true;
 }
@@ -92,44 +95,46 @@ std::vector<NicReading> RdmaSysfsReader::ReadAll(ReadHealth* health) const {
 
 void RdmaSysfsReader::ReadPort(const std::string& port_dir, NicReading* nic,
                                ReadHealth* health) const {
-  // Reads one counter file; true with *value set when it held a number.
-  auto read_value = [&](const std::string& relative, uint64_t* value, bool count_missing) {
+  // Reads one counter file. N/A and garbage are counted here; a missing
+  // file is left to the caller, which may have a fallback file.
+  enum class Read { kOk, kMissing, kCounted };
+  auto read_value = [&](const std::string& relative, uint64_t* value) {
     auto text = sysfs_.ReadFile(relative);
     if (!text.ok()) {
-      if (count_missing || !absl::IsNotFound(text.status())) ++health->skipped_values;
-      return false;
+      if (absl::IsNotFound(text.status())) return Read::kMissing;
+      ++health->skipped_values;  // EIO and friends: the firmware would not answer
+      return Read::kCounted;
     }
     switch (ParseSysfsCounter(*text, value)) {
-      case ValueParse::kOk: return true;
-      case ValueParse::kNotAvailable: ++health->skipped_values; return false;
+      case ValueParse::kOk: return Read::kOk;
+      case ValueParse::kNotAvailable: ++health->skipped_values; return Read::kCounted;
       case ValueParse::kGarbage:
         ++health->parse_errors;
         LOG_DEBUG(kLog, relative, ": not a counter value");
-        return false;
+        return Read::kCounted;
     }
-    return false;
+    return Read::kCounted;
   };
 
   for (const CounterDef& def : CountersOfScope(v1::SCOPE_NIC)) {
     uint64_t value = 0;
-    bool ok = false;
+    Read result;
     if (def.source == CounterSource::kSysfsCounters) {
+      result = read_value(StrCat(port_dir, "/counters/", def.source_name), &value);
       // The 64-bit counters_ext file stands in when the PMA counter is
       // missing or unreadable.
-      const bool has_ext = !def.source_ext_name.empty();
-      ok = read_value(StrCat(port_dir, "/counters/", def.source_name), &value,
-                      /*count_missing=*/!has_ext);
-      if (!ok && has_ext) {
-        ok = read_value(StrCat(port_dir, "/counters_ext/", def.source_ext_name), &value,
-                        /*count_missing=*/false);
+      if (result != Read::kOk && !def.source_ext_name.empty()) {
+        const Read ext = read_value(StrCat(port_dir, "/counters_ext/", def.source_ext_name), &value);
+        if (ext == Read::kOk) result = Read::kOk;
+        else if (ext == Read::kCounted) result = Read::kCounted;
       }
     } else if (def.source == CounterSource::kSysfsHwCounters) {
-      ok = read_value(StrCat(port_dir, "/hw_counters/", def.source_name), &value,
-                      /*count_missing=*/true);
+      result = read_value(StrCat(port_dir, "/hw_counters/", def.source_name), &value);
     } else {
       continue;
     }
-    if (ok) nic->counters[std::string(def.name)] = value * def.multiplier;
+    if (result == Read::kOk) nic->counters[std::string(def.name)] = value * def.multiplier;
+    else if (result == Read::kMissing) ++health->skipped_values;
   }
 
   if (auto rate = sysfs_.ReadFile(StrCat(port_dir, "/rate")); rate.ok()) {

@@ -1,0 +1,97 @@
+// Fuzzes what the collector does with a TelemetryBatch from an agent before
+// it is stored: validation (collector/telemetry_service.h), then the latest-
+// value table behind /metrics (collector/latest_values.h). Any peer with a
+// gRPC channel can send these bytes.
+
+#include <prometheus/client_metric.h>
+#include <prometheus/metric_family.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "collector/latest_values.h"
+#include "collector/telemetry_service.h"
+#include "common/counters.h"
+#include "google/protobuf/stubs/common.h"
+#if GOOGLE_PROTOBUF_VERSION < 4022000
+#include "google/protobuf/stubs/logging.h"
+#endif
+#include "rocefab/v1/telemetry.pb.h"
+
+namespace {
+
+using rocefab::v1::TelemetryBatch;
+
+// Invalid UTF-8 in string fields makes protobuf log an error for each input;
+// silence it so the fuzzer's output stays readable.
+[[maybe_unused]] const bool kQuietProtobuf = [] {
+#if GOOGLE_PROTOBUF_VERSION < 4022000
+  google::protobuf::SetLogHandler(nullptr);
+#endif
+  return true;
+}();
+
+// What ValidateBatch promises for a batch it accepts.
+void CheckValid(const TelemetryBatch& batch) {
+  if (batch.agent_id().empty() || batch.agent_boot_id().empty() || batch.seq() == 0)
+    __builtin_trap();
+  for (const auto& entity : batch.entities()) {
+    if (entity.scope() == rocefab::v1::SCOPE_UNSPECIFIED ||
+        !rocefab::v1::Scope_IsValid(entity.scope()) || entity.entity().empty())
+      __builtin_trap();
+    for (const auto& sample : entity.samples()) {
+      if (sample.counter().empty()) __builtin_trap();
+      if (sample.has_prio() && sample.prio() > 7) __builtin_trap();
+    }
+  }
+}
+
+// /metrics output: NIC families only, each named by the vocabulary, each
+// series labelled host, device, port and (per priority) prio 0..7.
+void CheckCollected(const std::vector<prometheus::MetricFamily>& families) {
+  for (const prometheus::MetricFamily& family : families) {
+    bool known = false;
+    for (const rocefab::CounterDef& def : rocefab::CountersOfScope(rocefab::v1::SCOPE_NIC))
+      known = known || rocefab::MetricName(def) == family.name;
+    if (!known || family.metric.empty()) __builtin_trap();
+    for (const prometheus::ClientMetric& metric : family.metric) {
+      const auto& labels = metric.label;
+      if (labels.size() < 3 || labels.size() > 4) __builtin_trap();
+      if (labels[0].name != "host" || labels[1].name != "device" || labels[2].name != "port")
+        __builtin_trap();
+      if (labels.size() == 4) {
+        if (labels[3].name != "prio" || labels[3].value.size() != 1 || labels[3].value[0] < '0' ||
+            labels[3].value[0] > '7')
+          __builtin_trap();
+      }
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max())) return 0;
+  TelemetryBatch batch;
+  if (!batch.ParseFromArray(data, static_cast<int>(size))) return 0;
+
+  const std::string error = rocefab::collector::ValidateBatch(batch);
+  // The same batch, re-encoded, gets the same verdict.
+  TelemetryBatch reparsed;
+  if (!reparsed.ParseFromString(batch.SerializeAsString())) __builtin_trap();
+  if (rocefab::collector::ValidateBatch(reparsed) != error) __builtin_trap();
+  if (!error.empty()) return 0;
+  CheckValid(batch);
+
+  rocefab::collector::LatestValues latest;
+  latest.Update(batch);
+  const size_t series = latest.size();
+  CheckCollected(latest.Collect());
+  // A batch delivered twice (an agent replays unacked batches) adds no series.
+  latest.Update(batch);
+  if (latest.size() != series) __builtin_trap();
+  return 0;
+}
