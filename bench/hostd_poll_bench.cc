@@ -17,6 +17,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
 #include "agents/host/ethtool_stats.h"
 #include "agents/host/host_poller.h"
@@ -37,9 +38,9 @@ struct EightNicHost {
       const std::string dev = "mlx5_" + std::to_string(i);
       const std::string netdev = "eth" + std::to_string(i + 2);
       const std::string base = dir / ("sys/class/infiniband/" + dev);
-      testing::CopyTree(fixture + "/sys/class/infiniband/mlx5_0/ports", base + "/ports");
+      testing::CopyTree(fixture + "/sys/class/infiniband/mlx5_0", base);
+      std::filesystem::remove_all(base + "/device/net");
       testing::WriteFile(base + "/device/net/" + netdev + "/ifindex", std::to_string(i + 4) + "\n");
-      testing::WriteFile(base + "/node_type", "1: CA\n");
       testing::WriteFile(dir / ("ethtool/" + netdev + "/statistics"),
                          testing::ReadFile(fixture + "/ethtool/eth2/statistics"));
     }
@@ -92,6 +93,22 @@ int FreePort() {
   return ntohs(addr.sin_port);
 }
 
+// utime + stime of a process in microseconds, or -1.
+int64_t ProcessCpuUs(pid_t pid) {
+  const std::string stat = testing::ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string field;
+  long long utime = 0, stime = 0;
+  // Fields after the command name start at 3 (state); utime is 14, stime 15.
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stoll(field);
+    if (i == 15) stime = std::stoll(field);
+  }
+  return (utime + stime) * 1'000'000 / sysconf(_SC_CLK_TCK);
+}
+
 void BM_NodeExporterScrape(benchmark::State& state) {
   const char* binary = std::getenv("ROCEFAB_BENCH_NODE_EXPORTER");
   if (binary == nullptr || access(binary, X_OK) != 0) {
@@ -115,10 +132,17 @@ void BM_NodeExporterScrape(benchmark::State& state) {
     state.SkipWithError("node_exporter did not read the infiniband tree");
     return;
   }
+  // The peer's own CPU (user + system, from /proc/<pid>/stat) per scrape,
+  // to set beside BM_HostdPoll's CPU column.
+  const int64_t cpu_before = ProcessCpuUs(peer.pid());
   for (auto _ : state) {
     auto body = testing::HttpGet(address, "/metrics");
     benchmark::DoNotOptimize(body);
   }
+  const int64_t cpu_after = ProcessCpuUs(peer.pid());
+  if (cpu_before >= 0 && cpu_after >= 0 && state.iterations() > 0)
+    state.counters["peer_cpu_us_per_scrape"] =
+        static_cast<double>(cpu_after - cpu_before) / static_cast<double>(state.iterations());
 }
 BENCHMARK(BM_NodeExporterScrape)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
