@@ -73,13 +73,15 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
                         {"last_seq", agent.last_seq()},
                         {"skipped_values", agent.health().skipped_values()},
                         {"parse_errors", agent.health().parse_errors()},
-                        {"source_errors", agent.health().source_errors()}});
+                        {"source_errors", agent.health().source_errors()},
+                        {"stream_failures", agent.delivery().stream_failures()},
+                        {"dropped_batches", agent.delivery().dropped_overflow()}});
     }
     out << nlohmann::json{{"agents", agents}, {"now_us", response.now_us()}}.dump(2) << "\n";
     return 0;
   }
   Table table({"AGENT", "KIND", "CONNECTED", "LAST SEEN", "BATCHES", "SAMPLES", "SKIPPED",
-               "ERRORS"});
+               "ERRORS", "RECONNECTS", "DROPPED"});
   for (const auto& agent : response.agents()) {
     table.AddRow({agent.agent_id(), AgentKindName(agent.kind()), agent.connected() ? "yes" : "no",
                   Ago(response.now_us(), agent.last_seen_us()), StrCat(agent.batches()),

@@ -41,6 +41,12 @@ CollectorMetrics::CollectorMetrics(prometheus::Registry& registry)
                       .Help("Rows deleted by retention")
                       .Register(registry)
                       .Add({})),
+      streams_cancelled(prometheus::BuildCounter()
+                            .Name("rocefab_collector_streams_cancelled_total")
+                            .Help("Agent streams that ended without a clean close (agent gone, "
+                                  "network cut, keepalive timeout)")
+                            .Register(registry)
+                            .Add({})),
       connected_agents(prometheus::BuildGauge()
                            .Name("rocefab_collector_connected_agents")
                            .Help("Agents with an open telemetry stream")

@@ -20,6 +20,7 @@ struct CollectorMetrics {
   prometheus::Counter& store_errors;
   prometheus::Counter& commits;
   prometheus::Counter& pruned_rows;
+  prometheus::Counter& streams_cancelled;
   prometheus::Gauge& connected_agents;
   prometheus::Gauge& ingest_queue_batches;
   prometheus::Gauge& ingest_lag_seconds;

@@ -31,7 +31,9 @@ CREATE TABLE IF NOT EXISTS agents(
   last_seq INTEGER NOT NULL,
   skipped_values INTEGER NOT NULL,
   parse_errors INTEGER NOT NULL,
-  source_errors INTEGER NOT NULL
+  source_errors INTEGER NOT NULL,
+  stream_failures INTEGER NOT NULL,
+  dropped_batches INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS batches(
   agent_id TEXT NOT NULL,
@@ -175,8 +177,9 @@ absl::Status Store::Init(const StoreOptions& options) {
                             "received_us, n_samples) VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
   upsert_agent_ = Statement(writer_, R"sql(
 INSERT INTO agents(agent_id, kind, agent_boot_id, host_boot_id, first_seen_us, last_seen_us,
-                   batches, samples, last_seq, skipped_values, parse_errors, source_errors)
-VALUES(?1, ?2, ?3, ?4, ?5, ?5, 1, ?6, ?7, ?8, ?9, ?10)
+                   batches, samples, last_seq, skipped_values, parse_errors, source_errors,
+                   stream_failures, dropped_batches)
+VALUES(?1, ?2, ?3, ?4, ?5, ?5, 1, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
 ON CONFLICT(agent_id) DO UPDATE SET
   kind = ?2,
   agent_boot_id = ?3,
@@ -187,7 +190,9 @@ ON CONFLICT(agent_id) DO UPDATE SET
   last_seq = CASE WHEN agent_boot_id = ?3 THEN max(last_seq, ?7) ELSE ?7 END,
   skipped_values = skipped_values + ?8,
   parse_errors = parse_errors + ?9,
-  source_errors = source_errors + ?10
+  source_errors = source_errors + ?10,
+  stream_failures = ?11,
+  dropped_batches = ?12
 )sql");
   insert_series_ = Statement(writer_,
                              "INSERT OR IGNORE INTO series(scope, entity, port, counter, prio, "
@@ -295,6 +300,8 @@ absl::StatusOr<WriteOutcome> Store::WriteOne(const v1::TelemetryBatch& batch, in
     sqlite3_bind_int64(stmt, 8, ToDb(batch.health().skipped_values()));
     sqlite3_bind_int64(stmt, 9, ToDb(batch.health().parse_errors()));
     sqlite3_bind_int64(stmt, 10, ToDb(batch.health().source_errors()));
+    sqlite3_bind_int64(stmt, 11, ToDb(batch.delivery().stream_failures()));
+    sqlite3_bind_int64(stmt, 12, ToDb(batch.delivery().dropped_overflow()));
     if (sqlite3_step(stmt) != SQLITE_DONE) return SqlError(writer_, "upsert agent");
   }
   return outcome;
@@ -347,8 +354,8 @@ absl::StatusOr<std::vector<v1::AgentInfo>> Store::ListAgents() {
   std::lock_guard lock(reader_mu_);
   Statement stmt(reader_,
                  "SELECT agent_id, kind, agent_boot_id, host_boot_id, first_seen_us, last_seen_us, "
-                 "batches, samples, last_seq, skipped_values, parse_errors, source_errors "
-                 "FROM agents ORDER BY agent_id");
+                 "batches, samples, last_seq, skipped_values, parse_errors, source_errors, "
+                 "stream_failures, dropped_batches FROM agents ORDER BY agent_id");
   if (!stmt.ok()) return SqlError(reader_, "list agents");
   std::vector<v1::AgentInfo> agents;
   int rc;
@@ -367,6 +374,8 @@ absl::StatusOr<std::vector<v1::AgentInfo>> Store::ListAgents() {
     info.mutable_health()->set_skipped_values(FromDb(sqlite3_column_int64(s, 9)));
     info.mutable_health()->set_parse_errors(FromDb(sqlite3_column_int64(s, 10)));
     info.mutable_health()->set_source_errors(FromDb(sqlite3_column_int64(s, 11)));
+    info.mutable_delivery()->set_stream_failures(FromDb(sqlite3_column_int64(s, 12)));
+    info.mutable_delivery()->set_dropped_overflow(FromDb(sqlite3_column_int64(s, 13)));
     agents.push_back(std::move(info));
   }
   if (rc != SQLITE_DONE) return SqlError(reader_, "list agents");

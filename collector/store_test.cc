@@ -17,6 +17,7 @@ v1::TelemetryBatch Batch(uint64_t seq, int64_t ts_us, uint64_t rx_bytes,
   batch.set_seq(seq);
   batch.set_created_us(ts_us);
   batch.mutable_health()->set_skipped_values(2);
+  batch.mutable_delivery()->set_stream_failures(seq);  // cumulative on the agent
   auto* entity = batch.add_entities();
   entity->set_scope(v1::SCOPE_NIC);
   entity->set_entity("z1-r01-h1/mlx5_0");
@@ -79,6 +80,8 @@ TEST_F(StoreTest, StoresAndDeduplicatesByAgentBootSeq) {
   EXPECT_EQ(agent.agent_boot_id(), "boot-2");
   EXPECT_EQ(agent.last_seq(), 1u);  // restarted with the new boot
   EXPECT_EQ(agent.health().skipped_values(), 6u);
+  // Delivery stats are the agent's own totals: the latest, not a sum.
+  EXPECT_EQ(agent.delivery().stream_failures(), 1u);
 }
 
 TEST_F(StoreTest, UnknownCountersAreRejectedAndCounted) {

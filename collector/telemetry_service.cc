@@ -85,6 +85,12 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
     StartNextWriteLocked(lock);
   }
 
+  void OnCancel() override {
+    metrics_.streams_cancelled.Increment();
+    LOG_INFO(kLog, "stream from ", agent_id_.empty() ? peer_ : agent_id_,
+             " cancelled: the agent went away or the network broke");
+  }
+
   void OnDone() override {
     std::unique_lock lock(mu_);
     done_ = true;

@@ -44,6 +44,11 @@ uint64_t TelemetryShipper::Enqueue(v1::TelemetryBatch batch) {
   batch.set_agent_boot_id(options_.agent_boot_id);
   batch.set_agent_kind(options_.agent_kind);
   batch.set_seq(seq);
+  v1::DeliveryStats* delivery = batch.mutable_delivery();
+  delivery->set_stream_failures(stats_.stream_failures);
+  delivery->set_dropped_overflow(stats_.dropped_overflow);
+  delivery->set_rejected(stats_.rejected);
+  delivery->set_pending(pending_.size());
   pending_.emplace(seq, std::move(batch));
   ++stats_.enqueued;
   stats_.last_seq = seq;

@@ -203,6 +203,14 @@ TEST_F(TelemetrySpine, SigkillOfTheCollectorLosesAndDuplicatesNoAckedBatch) {
   ASSERT_NO_FATAL_FAILURE(StartCollector(listen));
   ASSERT_TRUE(WaitForBatches(before_restart + 25, std::chrono::seconds(30)));
 
+  // The agents' reconnects are visible centrally.
+  std::string out, err;
+  ASSERT_EQ(Cli({"agents", "-o", "json"}, &out, &err), 0) << err;
+  for (const auto& agent : nlohmann::json::parse(out)["agents"]) {
+    EXPECT_GE(agent["stream_failures"].get<int64_t>(), 1) << agent.dump();
+    EXPECT_EQ(agent["dropped_batches"], 0);
+  }
+
   for (auto& hostd : hostds_) hostd->Signal(SIGTERM);
   for (auto& hostd : hostds_) EXPECT_EQ(hostd->Wait(), 0);
 
