@@ -14,20 +14,13 @@
 #include "collector/query_service.h"
 #include "collector/store.h"
 #include "collector/telemetry_service.h"
-#include "common/config_loader.h"
+#include "common/daemon_setup.h"
 #include "common/duration.h"
 #include "common/grpc_util.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/sd_notify.h"
 
-namespace {
-
-int64_t DurationUs(const google::protobuf::Duration& d) {
-  return d.seconds() * 1'000'000 + d.nanos() / 1000;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   using namespace rocefab;
@@ -37,7 +30,7 @@ int main(int argc, char** argv) {
       "Flags override the config file; the config file overrides the defaults."};
   app.get_formatter()->column_width(36);
   std::string config_path, listen = "0.0.0.0:9410", db = "/var/lib/rocefab/collector.db",
-                           metrics_listen = "0.0.0.0:9411", retention = "7d", log_level = "info";
+                           metrics_listen = "0.0.0.0:9411", retention_text = "7d", log_level = "info";
   app.add_option("--config", config_path, "YAML config file (keys: see deploy/config/collectord.yaml)")
       ->check(CLI::ExistingFile);
   app.add_option("--listen", listen, "gRPC address for agents and the CLI (port 0 picks one)")
@@ -45,42 +38,28 @@ int main(int argc, char** argv) {
   app.add_option("--db", db, "SQLite database file")->capture_default_str();
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address")
       ->capture_default_str();
-  app.add_option("--retention", retention, "how long samples are kept, e.g. 7d, 12h")
+  app.add_option("--retention", retention_text, "how long samples are kept, e.g. 7d, 12h")
       ->capture_default_str();
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  log::Level level;
-  if (!log::ParseLevel(log_level, &level)) {
-    std::cerr << "rocefab-collectord: --log-level: unknown level '" << log_level << "'\n";
-    return 2;
-  }
-  log::SetMinLevel(level);
+  constexpr char kProgram[] = "rocefab-collectord";
+  if (auto status = ApplyLogLevel(log_level); !status.ok()) return UsageError(kProgram, status);
 
   v1::CollectordConfig config;
   config.set_listen(listen);
   config.set_db(db);
   config.set_metrics_listen(metrics_listen);
-  if (!config_path.empty()) {
-    if (auto status = LoadYamlConfigFile(config_path, &config); !status.ok()) {
-      std::cerr << "rocefab-collectord: " << status.message() << "\n";
-      return 2;
-    }
-  }
+  if (auto status = LoadConfigIfGiven(config_path, &config); !status.ok())
+    return UsageError(kProgram, status);
   if (app.count("--listen")) config.set_listen(listen);
   if (app.count("--db")) config.set_db(db);
   if (app.count("--metrics-listen")) config.set_metrics_listen(metrics_listen);
-  int64_t retention_us = 0;
-  if (config.has_retention() && !app.count("--retention")) {
-    retention_us = DurationUs(config.retention());
-  } else {
-    auto parsed = ParseDurationUs(retention);
-    if (!parsed.ok()) {
-      std::cerr << "rocefab-collectord: --retention: " << parsed.status().message() << "\n";
-      return 2;
-    }
-    retention_us = *parsed;
-  }
+  auto retention = ResolveDurationUs("--retention", app.count("--retention") > 0, retention_text,
+                                     config.has_retention(), config.retention());
+  if (!retention.ok()) return UsageError(kProgram, retention.status());
+  const int64_t retention_us = *retention;
+  if (auto status = ValidateTls(config.tls()); !status.ok()) return UsageError(kProgram, status);
 
   // Signals are taken synchronously by the main thread; block them before
   // any thread starts so none of gRPC's threads receives them.

@@ -13,7 +13,7 @@
 #include "agents/host/host_agent.h"
 #include "agents/host/host_poller.h"
 #include "agents/host/link_state.h"
-#include "common/config_loader.h"
+#include "common/daemon_setup.h"
 #include "common/duration.h"
 #include "common/grpc_util.h"
 #include "common/log.h"
@@ -60,14 +60,14 @@ int main(int argc, char** argv) {
       "state (netlink) on a GPU host and streams them to rocefab-collectord.\n"
       "Flags override the config file; the config file overrides the defaults."};
   app.get_formatter()->column_width(36);
-  std::string config_path, collector = "127.0.0.1:9410", interval = "1s", sysfs_root = "/sys",
+  std::string config_path, collector = "127.0.0.1:9410", interval_text = "1s", sysfs_root = "/sys",
                            proc_root = "/proc", ethtool_dir, host_name, output = "json",
                            log_level = "info";
   bool once = false, no_netlink = false;
   app.add_option("--config", config_path, "YAML config file (keys: see deploy/config/hostd.yaml)")
       ->check(CLI::ExistingFile);
   app.add_option("--collector", collector, "rocefab-collectord gRPC address")->capture_default_str();
-  app.add_option("--interval", interval, "poll interval, e.g. 1s, 500ms")->capture_default_str();
+  app.add_option("--interval", interval_text, "poll interval, e.g. 1s, 500ms")->capture_default_str();
   app.add_option("--sysfs-root", sysfs_root, "where sysfs is mounted (like node_exporter's --path.sysfs)")
       ->capture_default_str();
   app.add_option("--proc-root", proc_root, "where procfs is mounted")->capture_default_str();
@@ -82,12 +82,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  log::Level level;
-  if (!log::ParseLevel(log_level, &level)) {
-    std::cerr << "rocefab-hostd: --log-level: unknown level '" << log_level << "'\n";
-    return 2;
-  }
-  log::SetMinLevel(level);
+  constexpr char kProgram[] = "rocefab-hostd";
+  if (auto status = ApplyLogLevel(log_level); !status.ok()) return UsageError(kProgram, status);
 
   v1::HostdConfig config;
   config.set_collector(collector);
@@ -95,12 +91,8 @@ int main(int argc, char** argv) {
   config.set_proc_root(proc_root);
   config.set_netlink(true);
   config.set_max_pending_batches(3600);
-  if (!config_path.empty()) {
-    if (auto status = LoadYamlConfigFile(config_path, &config); !status.ok()) {
-      std::cerr << "rocefab-hostd: " << status.message() << "\n";
-      return 2;
-    }
-  }
+  if (auto status = LoadConfigIfGiven(config_path, &config); !status.ok())
+    return UsageError(kProgram, status);
   // Flags given on the command line win over the file.
   if (app.count("--collector")) config.set_collector(collector);
   if (app.count("--sysfs-root")) config.set_sysfs_root(sysfs_root);
@@ -108,20 +100,12 @@ int main(int argc, char** argv) {
   if (app.count("--ethtool-dir")) config.set_ethtool_dir(ethtool_dir);
   if (app.count("--host-name")) config.set_host_name(host_name);
   if (no_netlink) config.set_netlink(false);
-  int64_t interval_us = 1'000'000;
-  if (config.has_interval() && !app.count("--interval"))
-    interval_us = config.interval().seconds() * 1'000'000 + config.interval().nanos() / 1000;
-  else {
-    auto parsed = ParseDurationUs(interval);
-    if (!parsed.ok()) {
-      std::cerr << "rocefab-hostd: --interval: " << parsed.status().message() << "\n";
-      return 2;
-    }
-    interval_us = *parsed;
-  }
+  auto interval = ResolveDurationUs("--interval", app.count("--interval") > 0, interval_text,
+                                    config.has_interval(), config.interval());
+  if (!interval.ok()) return UsageError(kProgram, interval.status());
+  const int64_t interval_us = *interval;
   if (interval_us < 10'000) {
-    std::cerr << "rocefab-hostd: interval must be at least 10ms\n";
-    return 2;
+    return UsageError(kProgram, absl::InvalidArgumentError("interval must be at least 10ms"));
   }
   if (config.host_name().empty()) config.set_host_name(SystemHostName());
 
@@ -142,10 +126,7 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  if (auto status = ValidateTls(config.tls()); !status.ok()) {
-    std::cerr << "rocefab-hostd: " << status.message() << "\n";
-    return 2;
-  }
+  if (auto status = ValidateTls(config.tls()); !status.ok()) return UsageError(kProgram, status);
   TelemetryShipper::Options shipper_options;
   shipper_options.target = config.collector();
   shipper_options.tls = config.tls();
@@ -153,10 +134,7 @@ int main(int argc, char** argv) {
   shipper_options.agent_kind = v1::AGENT_KIND_HOST;
   shipper_options.max_pending = config.max_pending_batches();
   TelemetryShipper shipper(shipper_options, clock);
-  if (auto status = shipper.Start(); !status.ok()) {
-    std::cerr << "rocefab-hostd: " << status.message() << "\n";
-    return 2;
-  }
+  if (auto status = shipper.Start(); !status.ok()) return UsageError(kProgram, status);
   hostd::HostAgent agent(interval_us, poller, shipper, proc, clock);
   boost::asio::io_context io;
   LOG_INFO("hostd", "host ", config.host_name(), ": polling every ", FormatDurationUs(interval_us),

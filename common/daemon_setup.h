@@ -1,0 +1,34 @@
+#pragma once
+// Start-up steps every rocefab daemon's main() shares: log level, optional
+// YAML config file, and flag-or-config durations. Errors come back as
+// statuses whose message is ready to print after "<program>: ".
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "google/protobuf/duration.pb.h"
+#include "google/protobuf/message.h"
+
+namespace rocefab {
+
+// Parses and applies --log-level.
+absl::Status ApplyLogLevel(const std::string& level);
+
+// Loads `path` into `config` when `path` is not empty; defaults already set
+// in `config` stay for keys the file does not name.
+absl::Status LoadConfigIfGiven(const std::string& path, google::protobuf::Message* config);
+
+int64_t DurationToUs(const google::protobuf::Duration& duration);
+
+// The duration to use: the flag when it was given on the command line, else
+// the config file's value when it has one, else the flag's default text.
+absl::StatusOr<int64_t> ResolveDurationUs(std::string_view flag_name, bool flag_given,
+                                          const std::string& flag_text, bool config_has,
+                                          const google::protobuf::Duration& config_value);
+
+// Prints "<program>: <message>" to stderr and returns 2, the exit code for
+// bad flags or config (systemd units do not restart on it).
+int UsageError(std::string_view program, const absl::Status& status);
+
+}  // namespace rocefab
