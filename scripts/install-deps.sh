@@ -17,7 +17,7 @@ packages=(
   libsystemd-dev systemd
   libgtest-dev libgmock-dev
   libbenchmark-dev
-  iproute2 procps
+  iproute2 procps openssl curl
 )
 
 missing=()

@@ -1,20 +1,15 @@
 #include "agents/host/host_agent.h"
 
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
-
 #include "common/log.h"
-#include "common/sd_notify.h"
 
 namespace rocefab::hostd {
 namespace {
 constexpr char kLog[] = "hostd";
 }
 
-HostAgent::HostAgent(int64_t interval_us, HostPoller& poller, TelemetryShipper& shipper,
-                     const FsRoot& proc_root, const Clock& clock)
-    : interval_us_(interval_us),
-      poller_(poller),
+HostAgent::HostAgent(HostPoller& poller, TelemetryShipper& shipper, const FsRoot& proc_root,
+                     const Clock& clock)
+    : poller_(poller),
       shipper_(shipper),
       proc_root_(proc_root),
       clock_(clock) {}
@@ -30,48 +25,6 @@ void HostAgent::PollOnce() {
   v1::TelemetryBatch batch = builder_.NewBatch(clock_.NowUs());
   AppendSnapshot(snapshot, &builder_, &batch);
   shipper_.Enqueue(std::move(batch));
-  ++polls_;
-}
-
-void HostAgent::Run(boost::asio::io_context& io, int64_t flush_timeout_us) {
-  boost::asio::steady_timer timer(io);
-  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-  bool stopping = false;
-  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
-    if (ec) return;
-    LOG_INFO(kLog, "signal ", signal, ": stopping");
-    stopping = true;
-    timer.cancel();
-  });
-
-  const int64_t watchdog_us = systemd::WatchdogPingIntervalUs();
-  int64_t last_ping_us = 0;
-  // Ticks are scheduled from a fixed origin so the interval does not drift
-  // by the poll's own duration.
-  auto next = std::chrono::steady_clock::now();
-  std::function<void(const boost::system::error_code&)> tick =
-      [&](const boost::system::error_code& ec) {
-        if (ec || stopping) return;
-        PollOnce();
-        const int64_t now_us = clock_.MonotonicUs();
-        if (watchdog_us > 0 && now_us - last_ping_us >= watchdog_us) {
-          systemd::NotifyWatchdog();
-          last_ping_us = now_us;
-        }
-        next += std::chrono::microseconds(interval_us_);
-        const auto now = std::chrono::steady_clock::now();
-        if (next < now) next = now;  // fell behind: skip, do not burst
-        timer.expires_at(next);
-        timer.async_wait(tick);
-      };
-  timer.expires_at(next);
-  timer.async_wait(tick);
-  io.run();
-
-  systemd::NotifyStopping();
-  if (!shipper_.Flush(flush_timeout_us))
-    LOG_WARN(kLog, "stopping with ", shipper_.stats().pending, " unacked batches");
-  shipper_.Stop();
 }
 
 }  // namespace rocefab::hostd

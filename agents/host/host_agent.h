@@ -1,10 +1,6 @@
 #pragma once
-// The rocefab-hostd poll loop: every interval, poll the host, turn the
-// readings into a delta batch and hand it to the shipper. Runs on one
-// Boost.Asio io_context (the main thread), which also pings the systemd
-// watchdog, so a stuck poll stops the pings.
-
-#include <boost/asio/io_context.hpp>
+// One rocefab-hostd tick: poll the host, turn the readings into a delta batch
+// and hand it to the shipper. common/agent_loop.h calls it every interval.
 
 #include "agents/host/host_poller.h"
 #include "common/batch_builder.h"
@@ -16,23 +12,18 @@ namespace rocefab::hostd {
 
 class HostAgent final {
  public:
-  HostAgent(int64_t interval_us, HostPoller& poller, TelemetryShipper& shipper,
-            const FsRoot& proc_root, const Clock& clock);
+  HostAgent(HostPoller& poller, TelemetryShipper& shipper, const FsRoot& proc_root,
+            const Clock& clock);
 
-  // Polls until SIGINT or SIGTERM, then flushes for up to `flush_timeout_us`.
-  void Run(boost::asio::io_context& io, int64_t flush_timeout_us);
-  // One poll: snapshot, batch, enqueue. Public for tests and benchmarks.
+  // One poll: snapshot, batch, enqueue.
   void PollOnce();
-  uint64_t polls() const { return polls_; }
 
  private:
-  int64_t interval_us_;
   HostPoller& poller_;
   TelemetryShipper& shipper_;
   const FsRoot& proc_root_;
   const Clock& clock_;
   BatchBuilder builder_;
-  uint64_t polls_ = 0;
 };
 
 }  // namespace rocefab::hostd

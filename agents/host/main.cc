@@ -13,6 +13,7 @@
 #include "agents/host/host_agent.h"
 #include "agents/host/host_poller.h"
 #include "agents/host/link_state.h"
+#include "common/agent_loop.h"
 #include "common/daemon_setup.h"
 #include "common/duration.h"
 #include "common/grpc_util.h"
@@ -135,20 +136,21 @@ int main(int argc, char** argv) {
   shipper_options.max_pending = config.max_pending_batches();
   TelemetryShipper shipper(shipper_options, clock);
   if (auto status = shipper.Start(); !status.ok()) return UsageError(kProgram, status);
-  hostd::HostAgent agent(interval_us, poller, shipper, proc, clock);
+  hostd::HostAgent agent(poller, shipper, proc, clock);
+  AgentLoop loop(interval_us, [&] { agent.PollOnce(); }, shipper, clock);
   boost::asio::io_context io;
   LOG_INFO("hostd", "host ", config.host_name(), ": polling every ", FormatDurationUs(interval_us),
            ", shipping to ", config.collector(), " (agent boot id ", shipper.agent_boot_id(), ")");
   systemd::NotifyReady(StrCat("polling host=", config.host_name(),
                                     " collector=", config.collector()));
-  agent.Run(io, /*flush_timeout_us=*/3'000'000);
+  loop.Run(io, /*flush_timeout_us=*/3'000'000);
 
   // One JSON line of delivery accounting, for operators and tests.
   const auto stats = shipper.stats();
   std::cout << nlohmann::json{{"event", "exit"},
                               {"agent_id", config.host_name()},
                               {"agent_boot_id", shipper.agent_boot_id()},
-                              {"polls", agent.polls()},
+                              {"polls", loop.polls()},
                               {"enqueued", stats.enqueued},
                               {"last_seq", stats.last_seq},
                               {"acked_stored", stats.acked_stored},

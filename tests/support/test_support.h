@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/process.h"
+
 namespace rocefab::testing {
 
 // A fresh directory under $TMPDIR, removed with its contents on destruction.
@@ -35,48 +37,22 @@ std::string BinDir();
 // The source tree's tests/fixtures.
 std::string FixturesDir();
 
-// Receives sd_notify messages the way systemd does: a datagram socket whose
-// path a child gets as NOTIFY_SOCKET. Waiting for READY=1 is how tests know a
-// daemon is up, with no sleeps.
+// Process helpers live in common/process.h; tests use them by these names.
+using ::rocefab::StatusField;
+using ::rocefab::Subprocess;
+
+// A NotifySocket in its own temporary directory.
 class NotifySocket final {
  public:
-  NotifySocket();
-  ~NotifySocket();
-  const std::string& path() const { return path_; }
-  // Blocks until a message containing READY=1 arrives; returns its STATUS=
-  // value, or nullopt after `timeout`.
-  std::optional<std::string> WaitReady(std::chrono::milliseconds timeout);
+  NotifySocket() : socket_(dir_ / "notify.sock") {}
+  const std::string& path() const { return socket_.path(); }
+  std::optional<std::string> WaitReady(std::chrono::milliseconds timeout) {
+    return socket_.WaitReady(timeout);
+  }
 
  private:
   TempDir dir_;
-  std::string path_;
-  int fd_ = -1;
-};
-
-// A child process. Its stdout and stderr go to files.
-class Subprocess final {
- public:
-  struct Options {
-    std::vector<std::string> argv;
-    std::map<std::string, std::string> env;  // added to the parent's environment
-    std::string stdout_path;                 // default: /dev/null
-    std::string stderr_path;
-  };
-  explicit Subprocess(Options options);
-  ~Subprocess();  // SIGKILLs and reaps if still running
-  Subprocess(const Subprocess&) = delete;
-  Subprocess& operator=(const Subprocess&) = delete;
-
-  pid_t pid() const { return pid_; }
-  void Signal(int signal);
-  // Waits for exit; returns the exit code, or 128+signal.
-  int Wait();
-  bool running() const { return pid_ > 0 && !exited_; }
-
- private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  int status_ = 0;
+  ::rocefab::NotifySocket socket_;
 };
 
 // Runs a command to completion, capturing stdout. Returns the exit code.
@@ -88,8 +64,5 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
 
 // HTTP GET with Boost.Beast. Returns the body, or nullopt on failure.
 std::optional<std::string> HttpGet(const std::string& host_port, const std::string& target);
-
-// "grpc=127.0.0.1:4567 metrics=..." -> value of `key`.
-std::string StatusField(const std::string& status, const std::string& key);
 
 }  // namespace rocefab::testing

@@ -1,0 +1,57 @@
+#include "common/agent_loop.h"
+
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "common/log.h"
+#include "common/sd_notify.h"
+
+namespace rocefab {
+
+AgentLoop::AgentLoop(int64_t interval_us, std::function<void()> poll, TelemetryShipper& shipper,
+                     const Clock& clock)
+    : interval_us_(interval_us), poll_(std::move(poll)), shipper_(shipper), clock_(clock) {}
+
+void AgentLoop::Run(boost::asio::io_context& io, int64_t flush_timeout_us) {
+  boost::asio::steady_timer timer(io);
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  bool stopping = false;
+  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    LOG_INFO("agent", "signal ", signal, ": stopping");
+    stopping = true;
+    timer.cancel();
+  });
+
+  const int64_t watchdog_us = systemd::WatchdogPingIntervalUs();
+  int64_t last_ping_us = 0;
+  // Ticks are scheduled from a fixed origin so the interval does not drift
+  // by the poll's own duration.
+  auto next = std::chrono::steady_clock::now();
+  std::function<void(const boost::system::error_code&)> tick =
+      [&](const boost::system::error_code& ec) {
+        if (ec || stopping) return;
+        poll_();
+        ++polls_;
+        const int64_t now_us = clock_.MonotonicUs();
+        if (watchdog_us > 0 && now_us - last_ping_us >= watchdog_us) {
+          systemd::NotifyWatchdog();
+          last_ping_us = now_us;
+        }
+        next += std::chrono::microseconds(interval_us_);
+        const auto now = std::chrono::steady_clock::now();
+        if (next < now) next = now;  // fell behind: skip, do not burst
+        timer.expires_at(next);
+        timer.async_wait(tick);
+      };
+  timer.expires_at(next);
+  timer.async_wait(tick);
+  io.run();
+
+  systemd::NotifyStopping();
+  if (!shipper_.Flush(flush_timeout_us))
+    LOG_WARN("agent", "stopping with ", shipper_.stats().pending, " unacked batches");
+  shipper_.Stop();
+}
+
+}  // namespace rocefab
