@@ -1,0 +1,95 @@
+// rocefab-switchd: the per-switch agent. Wires config, backend, shipper and
+// the poll loop.
+//
+//   Poll loop (io thread) -> TelemetryShipper queue -> collector stream
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <iostream>
+
+#include "agents/switch/file_backend.h"
+#include "agents/switch/switch_agent.h"
+#include "common/agent_loop.h"
+#include "common/daemon_setup.h"
+#include "common/duration.h"
+#include "common/grpc_util.h"
+#include "common/log.h"
+#include "common/sd_notify.h"
+
+int main(int argc, char** argv) {
+  using namespace rocefab;
+  constexpr char kProgram[] = "rocefab-switchd";
+  CLI::App app{
+      "rocefab-switchd: reads a switch's port, queue and buffer counters and streams them to "
+      "rocefab-collectord.\nBackends: file (switches emulated by rocefab-lab)."};
+  app.get_formatter()->column_width(36);
+  std::string collector = "127.0.0.1:9410", interval_text = "1s", backend_name = "file",
+              state_dir, switch_name, output = "json", log_level = "info";
+  bool once = false;
+  app.add_option("--collector", collector, "rocefab-collectord gRPC address")->capture_default_str();
+  app.add_option("--interval", interval_text, "poll interval, e.g. 1s")->capture_default_str();
+  app.add_option("--backend", backend_name, "where counters come from")
+      ->check(CLI::IsMember({"file"}))
+      ->capture_default_str();
+  app.add_option("--state-dir", state_dir,
+                 "file backend: directory holding <switch>/counters.json");
+  app.add_option("--switch-name", switch_name, "switch to report (default: the system hostname)");
+  app.add_flag("--once", once, "print one reading of cumulative values and exit");
+  app.add_option("-o,--output", output, "--once output format")
+      ->check(CLI::IsMember({"json"}))
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  if (auto status = ApplyLogLevel(log_level); !status.ok()) return UsageError(kProgram, status);
+  auto interval = ResolveDurationUs("--interval", true, interval_text, false, {});
+  if (!interval.ok()) return UsageError(kProgram, interval.status());
+  if (*interval < 10'000)
+    return UsageError(kProgram, absl::InvalidArgumentError("interval must be at least 10ms"));
+  if (switch_name.empty()) {
+    char name[256] = {};
+    gethostname(name, sizeof name - 1);
+    switch_name = name;
+  }
+  if (backend_name == "file" && state_dir.empty())
+    return UsageError(kProgram, absl::InvalidArgumentError("--backend file needs --state-dir"));
+  switchd::FileBackend backend(state_dir, switch_name);
+
+  if (once) {
+    auto reading = backend.ReadCounters();
+    if (!reading.ok()) {
+      std::cerr << kProgram << ": " << reading.status().message() << "\n";
+      return 1;
+    }
+    std::cout << switchd::ReadingToJson(*reading).dump(2) << "\n";
+    return 0;
+  }
+
+  const Clock& clock = SystemClock::Instance();
+  TelemetryShipper::Options options;
+  options.target = collector;
+  options.agent_id = switch_name;
+  options.agent_kind = v1::AGENT_KIND_SWITCH;
+  TelemetryShipper shipper(options, clock);
+  if (auto status = shipper.Start(); !status.ok()) return UsageError(kProgram, status);
+  switchd::SwitchAgent agent(backend, shipper, clock);
+  AgentLoop loop(*interval, [&] { agent.PollOnce(); }, shipper, clock);
+  boost::asio::io_context io;
+  LOG_INFO("switchd", "switch ", switch_name, ": ", backend_name, " backend, polling every ",
+           FormatDurationUs(*interval), ", shipping to ", collector);
+  systemd::NotifyReady(StrCat("polling switch=", switch_name, " collector=", collector));
+  loop.Run(io, /*flush_timeout_us=*/3'000'000);
+  const auto stats = shipper.stats();
+  std::cout << nlohmann::json{{"event", "exit"},
+                              {"agent_id", switch_name},
+                              {"agent_boot_id", shipper.agent_boot_id()},
+                              {"polls", loop.polls()},
+                              {"last_seq", stats.last_seq},
+                              {"max_acked_seq", stats.max_acked_seq},
+                              {"pending", stats.pending},
+                              {"stream_failures", stats.stream_failures}}
+                   .dump()
+            << std::endl;
+  return 0;
+}

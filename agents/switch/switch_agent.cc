@@ -1,0 +1,88 @@
+#include "agents/switch/switch_agent.h"
+
+#include "common/counters.h"
+#include "common/log.h"
+#include "common/strings.h"
+
+namespace rocefab::switchd {
+namespace {
+constexpr char kLog[] = "switchd";
+}
+
+void AppendReading(const SwitchReading& reading, int64_t timestamp_us, BatchBuilder* builder,
+                   v1::TelemetryBatch* batch) {
+  const int64_t ts = reading.timestamp_us > 0 ? reading.timestamp_us : timestamp_us;
+  for (const auto& [port_name, port] : reading.ports) {
+    const std::string entity = StrCat(reading.name, "/", port_name);
+    v1::EntitySamples* samples = builder->AddEntity(batch, v1::SCOPE_PORT, entity, 0, "", ts);
+    for (const auto& [name, value] : port.counters)
+      builder->AddValue(samples, *FindCounter(v1::SCOPE_PORT, name), std::nullopt, std::nullopt,
+                        value);
+    for (const auto& [name, by_prio] : port.per_prio)
+      for (const auto& [prio, value] : by_prio)
+        if (prio < 8)
+          builder->AddValue(samples, *FindCounter(v1::SCOPE_PORT, name), prio, std::nullopt, value);
+    for (const auto& [name, by_queue] : port.port_queue)
+      for (const auto& [queue, value] : by_queue)
+        builder->AddValue(samples, *FindCounter(v1::SCOPE_PORT, name), std::nullopt, queue, value);
+    if (port.queues.empty()) continue;
+    v1::EntitySamples* queues = builder->AddEntity(batch, v1::SCOPE_QUEUE, entity, 0, "", ts);
+    for (const auto& [queue, counters] : port.queues)
+      for (const auto& [name, value] : counters)
+        builder->AddValue(queues, *FindCounter(v1::SCOPE_QUEUE, name), std::nullopt, queue, value);
+  }
+  for (const auto& [pool, counters] : reading.buffer_pools) {
+    v1::EntitySamples* samples = builder->AddEntity(
+        batch, v1::SCOPE_QUEUE, StrCat(reading.name, "/", pool), 0, "", ts);
+    for (const auto& [name, value] : counters)
+      builder->AddValue(samples, *FindCounter(v1::SCOPE_QUEUE, name), std::nullopt, std::nullopt,
+                        value);
+  }
+  auto* health = batch->mutable_health();
+  health->set_skipped_values(health->skipped_values() + reading.unknown_keys);
+  health->set_parse_errors(health->parse_errors() + reading.bad_values);
+}
+
+nlohmann::json ReadingToJson(const SwitchReading& reading) {
+  nlohmann::json ports = nlohmann::json::array();
+  for (const auto& [name, port] : reading.ports) {
+    nlohmann::json counters = nlohmann::json::object();
+    for (const auto& [counter, value] : port.counters) counters[counter] = value;
+    for (const auto& group : {&port.per_prio, &port.port_queue})
+      for (const auto& [counter, by_index] : *group) {
+        nlohmann::json indexed = nlohmann::json::object();
+        for (const auto& [index, value] : by_index) indexed[std::to_string(index)] = value;
+        counters[counter] = std::move(indexed);
+      }
+    nlohmann::json queues = nlohmann::json::object();
+    for (const auto& [queue, values] : port.queues) queues[std::to_string(queue)] = values;
+    ports.push_back({{"port", name}, {"counters", std::move(counters)}, {"queues", std::move(queues)}});
+  }
+  return {{"switch", reading.name},
+          {"ports", std::move(ports)},
+          {"buffer_pools", reading.buffer_pools},
+          {"health", {{"unknown_keys", reading.unknown_keys}, {"bad_values", reading.bad_values}}}};
+}
+
+SwitchAgent::SwitchAgent(SwitchBackend& backend, TelemetryShipper& shipper, const Clock& clock)
+    : backend_(backend), shipper_(shipper), clock_(clock) {}
+
+void SwitchAgent::PollOnce() {
+  const int64_t now_us = clock_.NowUs();
+  v1::TelemetryBatch batch = builder_.NewBatch(now_us);
+  auto reading = backend_.ReadCounters();
+  if (!reading.ok()) {
+    // Still send the batch: its health tells the collector the switch is
+    // there but unreadable.
+    batch.mutable_health()->set_source_errors(1);
+    if (consecutive_failures_++ % 60 == 0)
+      LOG_WARN(kLog, "cannot read counters: ", reading.status().message());
+  } else {
+    if (consecutive_failures_ > 0) LOG_INFO(kLog, "counters readable again");
+    consecutive_failures_ = 0;
+    AppendReading(*reading, now_us, &builder_, &batch);
+  }
+  shipper_.Enqueue(std::move(batch));
+}
+
+}  // namespace rocefab::switchd

@@ -1,0 +1,39 @@
+#pragma once
+// One rocefab-switchd tick: read the backend's counters, build a delta batch
+// (SCOPE_PORT entities "<switch>/<port>", SCOPE_QUEUE entities for queues and
+// buffer pools) and hand it to the shipper. common/agent_loop.h calls it
+// every interval.
+
+#include <nlohmann/json.hpp>
+
+#include "agents/switch/switch_backend.h"
+#include "common/batch_builder.h"
+#include "common/clock.h"
+#include "common/telemetry_shipper.h"
+
+namespace rocefab::switchd {
+
+// Appends a reading to a batch and counts what was skipped in its health.
+void AppendReading(const SwitchReading& reading, int64_t timestamp_us, BatchBuilder* builder,
+                   v1::TelemetryBatch* batch);
+
+// The `--once -o json` shape:
+//   {"switch": S, "ports": [{"port": "Ethernet0", "counters": {"rx_bytes": N,
+//     "pfc_rx_pause_frames": {"3": N}, ...}, "queues": {"3": {"queue_drops": N}}}],
+//    "buffer_pools": {...}, "health": {"unknown_keys": N, "bad_values": N}}
+nlohmann::json ReadingToJson(const SwitchReading& reading);
+
+class SwitchAgent final {
+ public:
+  SwitchAgent(SwitchBackend& backend, TelemetryShipper& shipper, const Clock& clock);
+  void PollOnce();
+
+ private:
+  SwitchBackend& backend_;
+  TelemetryShipper& shipper_;
+  const Clock& clock_;
+  BatchBuilder builder_;
+  uint64_t consecutive_failures_ = 0;
+};
+
+}  // namespace rocefab::switchd

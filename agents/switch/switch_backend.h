@@ -1,0 +1,39 @@
+#pragma once
+// What rocefab-switchd needs from a switch, behind one interface: the `file`
+// backend reads what the lab writes; a `linux` backend (netlink) and a
+// `sonic` backend (COUNTERS_DB) sit behind the same calls.
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace rocefab::switchd {
+
+// Cumulative readings of one switch port. Names are the vocabulary's
+// (docs/counters.md, scopes `port` and `queue`).
+struct PortReading {
+  std::map<std::string, uint64_t> counters;                          // rx_bytes, link_up, ...
+  std::map<std::string, std::map<uint32_t, uint64_t>> per_prio;      // pfc_*{prio}
+  std::map<std::string, std::map<uint32_t, uint64_t>> port_queue;    // pfcwd_*{queue}
+  std::map<uint32_t, std::map<std::string, uint64_t>> queues;        // queue -> queue_* counters
+};
+
+struct SwitchReading {
+  std::string name;
+  int64_t timestamp_us = 0;  // when the source says it read them; 0 = now
+  std::map<std::string, PortReading> ports;
+  // Buffer pool -> buffer_used_bytes, buffer_watermark_bytes.
+  std::map<std::string, std::map<std::string, uint64_t>> buffer_pools;
+  uint64_t unknown_keys = 0;  // names outside the vocabulary, skipped
+  uint64_t bad_values = 0;    // values that were not non-negative integers
+};
+
+class SwitchBackend {
+ public:
+  virtual ~SwitchBackend() = default;
+  virtual absl::StatusOr<SwitchReading> ReadCounters() = 0;
+};
+
+}  // namespace rocefab::switchd
