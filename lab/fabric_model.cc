@@ -1,0 +1,745 @@
+#include "lab/fabric_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "common/strings.h"
+
+namespace rocefab::lab {
+namespace {
+
+uint64_t Mix(uint64_t x) {
+  // splitmix64 finaliser: a good, cheap hash for ECMP decisions.
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t HashString(const std::string& s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+constexpr uint16_t kRoceUdpPort = 4791;
+
+}  // namespace
+
+double BusBwFactor(v1::Collective collective, int n) {
+  if (n <= 0) return 0;
+  switch (collective) {
+    case v1::COLLECTIVE_ALL_REDUCE: return 2.0 * (n - 1) / n;
+    case v1::COLLECTIVE_ALL_GATHER:
+    case v1::COLLECTIVE_REDUCE_SCATTER: return static_cast<double>(n - 1) / n;
+    default: return 1.0;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<FabricModel>> FabricModel::Create(
+    std::shared_ptr<const Topology> topology, const v1::Scenario& scenario,
+    ModelConstants constants) {
+  std::unique_ptr<FabricModel> model(new FabricModel());
+  if (auto status = model->Init(std::move(topology), scenario, constants); !status.ok())
+    return status;
+  return model;
+}
+
+absl::Status FabricModel::Init(std::shared_ptr<const Topology> topology,
+                               const v1::Scenario& scenario, ModelConstants constants) {
+  topology_ = std::move(topology);
+  k_ = constants;
+  seed_ = scenario.seed() == 0 ? 1 : scenario.seed();
+  const v1::Topology& topo = topology_->proto();
+  for (int i = 0; i < topo.switches_size(); ++i) {
+    const auto& sw = topo.switches(i);
+    switches_.push_back({sw.name(), sw.role(), sw.zone(), Mix(HashString(sw.name()) ^ seed_), {}, true});
+    switch_index_[sw.name()] = i;
+  }
+  sw_out_.resize(switches_.size());
+  for (int h = 0; h < topo.hosts_size(); ++h) {
+    host_index_[topo.hosts(h).name()] = h;
+    host_zone_.push_back(topo.hosts(h).zone());
+  }
+  host_nic_ports_.resize(topo.hosts_size());
+
+  auto add_port = [&](const std::string& full, int link, double speed) {
+    std::string_view device, name;
+    SplitPortName(full, &device, &name);
+    PortState port;
+    port.device = std::string(device);
+    port.name = std::string(name);
+    port.link = link;
+    port.speed_gbps = speed;
+    if (auto it = switch_index_.find(port.device); it != switch_index_.end()) {
+      port.sw = it->second;
+    } else {
+      port.host = host_index_.at(port.device);
+      const auto& nics = topo.hosts(port.host).nics();
+      for (int n = 0; n < nics.size(); ++n)
+        if (nics[n].name() == port.name) port.nic = n;
+    }
+    const int id = static_cast<int>(ports_.size());
+    ports_.push_back(port);
+    port_index_[full] = id;
+    if (port.sw >= 0) switches_[port.sw].ports.push_back(id);
+    return id;
+  };
+  for (int l = 0; l < topo.links_size(); ++l) {
+    const auto& link = topo.links(l);
+    const int a = add_port(link.a(), l, link.speed_gbps());
+    const int b = add_port(link.b(), l, link.speed_gbps());
+    Channel ab, ba;
+    ab.from = a, ab.to = b, ba.from = b, ba.to = a;
+    ab.capacity_Bps = ba.capacity_Bps = link.speed_gbps() * 1e9 / 8;
+    const int c_ab = static_cast<int>(channels_.size());
+    channels_.push_back(ab);
+    channels_.push_back(ba);
+    ports_[a].out_channel = c_ab, ports_[a].in_channel = c_ab + 1;
+    ports_[b].out_channel = c_ab + 1, ports_[b].in_channel = c_ab;
+    if (ports_[a].sw >= 0) sw_out_[ports_[a].sw].push_back(c_ab);
+    if (ports_[b].sw >= 0) sw_out_[ports_[b].sw].push_back(c_ab + 1);
+  }
+  nic_rtsw_.assign(ports_.size(), -1);
+  for (int p = 0; p < static_cast<int>(ports_.size()); ++p) {
+    if (ports_[p].host < 0) continue;
+    nic_rtsw_[p] = ports_[channels_[ports_[p].out_channel].to].sw;
+  }
+  for (int h = 0; h < topo.hosts_size(); ++h)
+    for (const auto& nic : topo.hosts(h).nics())
+      host_nic_ports_[h].push_back(port_index_.at(StrCat(topo.hosts(h).name(), "/", nic.name())));
+
+  for (const auto& fault : scenario.faults()) {
+    if (auto status = CheckFaultTarget(fault); !status.ok()) return status;
+    ActiveFault active;
+    active.spec = fault;
+    active.start_s = fault.at_s();
+    active.end_s = fault.duration_s() > 0 ? fault.at_s() + fault.duration_s() : 1e18;
+    faults_.push_back(active);
+  }
+  return PlaceJobs(scenario);
+}
+
+absl::Status FabricModel::CheckFaultTarget(const v1::FaultSpec& fault) const {
+  const std::string& t = fault.target();
+  auto bad = [&](std::string_view what) {
+    return absl::InvalidArgumentError(
+        StrCat("fault ", v1::FaultKind_Name(fault.kind()), " target '", t, "': ", what));
+  };
+  switch (fault.kind()) {
+    case v1::FAULT_KIND_PFC_STORM:
+    case v1::FAULT_KIND_NIC_DOWN: {
+      auto it = port_index_.find(t);
+      if (it == port_index_.end() || ports_[it->second].host < 0)
+        return bad("must be a NIC of the topology, host/mlx5_N");
+      return absl::OkStatus();
+    }
+    case v1::FAULT_KIND_LINK_FLAP:
+    case v1::FAULT_KIND_LOSSY_LINK:
+    case v1::FAULT_KIND_DEGRADED_LINK:
+      if (!port_index_.count(t)) return bad("must be a cabled port, device/port");
+      if (fault.kind() == v1::FAULT_KIND_LOSSY_LINK && (fault.drop_rate() < 0 || fault.drop_rate() >= 1))
+        return bad("drop_rate must be in [0, 1)");
+      return absl::OkStatus();
+    case v1::FAULT_KIND_ECN_MISCONFIG:
+      if (switch_index_.count(t)) return absl::OkStatus();
+      if (auto it = port_index_.find(t); it != port_index_.end() && ports_[it->second].sw >= 0)
+        return absl::OkStatus();
+      return bad("must be a switch or a switch port");
+    case v1::FAULT_KIND_STRAGGLER: {
+      std::string_view host, gpu;
+      if (!SplitPortName(t, &host, &gpu) || !host_index_.count(std::string(host)) ||
+          !gpu.starts_with("gpu"))
+        return bad("must be a GPU, host/gpuN");
+      return absl::OkStatus();
+    }
+    default: return bad("unknown fault kind");
+  }
+}
+
+absl::Status FabricModel::PlaceJobs(const v1::Scenario& scenario) {
+  const v1::Topology& topo = topology_->proto();
+  std::set<int> used_hosts;
+  for (const v1::JobSpec& spec : scenario.jobs()) {
+    Job job;
+    job.spec = spec;
+    if (job.spec.id().empty()) return absl::InvalidArgumentError("every job needs an id");
+    if (job.spec.collective() == v1::COLLECTIVE_UNSPECIFIED)
+      job.spec.set_collective(v1::COLLECTIVE_ALL_REDUCE);
+    if (job.spec.message_bytes() == 0) job.spec.set_message_bytes(256ULL << 20);
+    if (job.spec.qps_per_connection() == 0) job.spec.set_qps_per_connection(1);
+    if (job.spec.compute_ms() <= 0) job.spec.set_compute_ms(20);
+    if (!spec.hosts().empty()) {
+      for (const std::string& name : spec.hosts()) {
+        auto it = host_index_.find(name);
+        if (it == host_index_.end())
+          return absl::InvalidArgumentError(StrCat("job ", spec.id(), ": no host ", name));
+        job.hosts.push_back(it->second);
+      }
+    } else {
+      const uint32_t want = spec.num_hosts();
+      if (want < 2) return absl::InvalidArgumentError(StrCat("job ", spec.id(), ": needs num_hosts >= 2 or hosts"));
+      std::vector<int> free;
+      for (int h = 0; h < topo.hosts_size(); ++h)
+        if (!used_hosts.count(h)) free.push_back(h);
+      if (spec.placement() == "spread") {
+        // Round-robin over racks: the first host of every rack, then the second...
+        std::stable_sort(free.begin(), free.end(), [&](int a, int b) {
+          auto rank_in_rack = [&](int h) {
+            int n = 0;
+            for (int o = 0; o < h; ++o)
+              n += topo.hosts(o).rack() == topo.hosts(h).rack() &&
+                   topo.hosts(o).zone() == topo.hosts(h).zone();
+            return n;
+          };
+          return rank_in_rack(a) < rank_in_rack(b);
+        });
+      } else if (!spec.placement().empty() && spec.placement() != "packed") {
+        return absl::InvalidArgumentError(
+            StrCat("job ", spec.id(), ": placement must be packed or spread"));
+      }
+      if (free.size() < want)
+        return absl::InvalidArgumentError(
+            StrCat("job ", spec.id(), ": wants ", want, " hosts, ", free.size(), " are free"));
+      job.hosts.assign(free.begin(), free.begin() + want);
+    }
+    for (int h : job.hosts) {
+      if (!used_hosts.insert(h).second)
+        return absl::InvalidArgumentError(
+            StrCat("job ", spec.id(), ": host ", topo.hosts(h).name(), " is in another job"));
+    }
+    job.gpus = topo.hosts(job.hosts[0]).nics_size();
+    for (int h : job.hosts)
+      if (topo.hosts(h).nics_size() != job.gpus)
+        return absl::InvalidArgumentError(StrCat("job ", spec.id(), ": hosts differ in NIC count"));
+    const int H = static_cast<int>(job.hosts.size());
+    if (job.spec.collective() == v1::COLLECTIVE_ALL_TO_ALL && H > 256)
+      return absl::InvalidArgumentError(StrCat("job ", spec.id(), ": all_to_all is modelled up to 256 hosts"));
+    // Rail-aligned rings: NIC k of every host forms ring k (NCCL's channels);
+    // all-to-all connects NIC k of every host pair.
+    for (int g = 0; g < job.gpus; ++g) {
+      if (job.spec.collective() == v1::COLLECTIVE_ALL_TO_ALL) {
+        for (int i = 0; i < H; ++i)
+          for (int j = 0; j < H; ++j)
+            if (i != j)
+              job.conns.emplace_back(host_nic_ports_[job.hosts[i]][g], host_nic_ports_[job.hosts[j]][g]);
+      } else {
+        for (int i = 0; i < H; ++i)
+          job.conns.emplace_back(host_nic_ports_[job.hosts[i]][g],
+                                 host_nic_ports_[job.hosts[(i + 1) % H]][g]);
+      }
+    }
+    JobStatus status;
+    status.id = spec.id();
+    status.name = spec.name().empty() ? spec.id() : spec.name();
+    jobs_.push_back(std::move(job));
+    job_status_.push_back(status);
+  }
+  return absl::OkStatus();
+}
+
+int FabricModel::PortIndex(const std::string& full_name) const {
+  auto it = port_index_.find(full_name);
+  return it == port_index_.end() ? -1 : it->second;
+}
+
+int FabricModel::ChannelOf(const std::string& from_port) const {
+  const int p = PortIndex(from_port);
+  return p < 0 ? -1 : ports_[p].out_channel;
+}
+
+double FabricModel::ChannelUtilization(int channel) const {
+  const Channel& c = channels_[channel];
+  return c.capacity_Bps > 0 ? c.carried / c.capacity_Bps : 0;
+}
+
+uint64_t FabricModel::buffer_used_bytes(int sw) const {
+  double used = 0;
+  for (int ch : sw_out_[sw]) used += channels_[ch].queue;
+  return static_cast<uint64_t>(std::min(used, k_.buffer_bytes));
+}
+
+std::vector<int> FabricModel::UpChannelsToward(int sw, int neighbor_sw) const {
+  std::vector<int> out;
+  for (int ch : sw_out_[sw])
+    if (channels_[ch].up && ports_[channels_[ch].to].sw == neighbor_sw) out.push_back(ch);
+  return out;
+}
+
+bool FabricModel::SwitchReaches(int sw, int rtsw) const {
+  const SwitchState& s = switches_[sw];
+  if (sw == rtsw) return true;
+  for (int ch : sw_out_[sw]) {
+    if (!channels_[ch].up) continue;
+    const int next = ports_[channels_[ch].to].sw;
+    if (next < 0) continue;
+    const SwitchState& n = switches_[next];
+    if (s.role == v1::SWITCH_ROLE_CTSW && next == rtsw) return true;
+    if (s.role == v1::SWITCH_ROLE_ATSW && n.role == v1::SWITCH_ROLE_CTSW &&
+        n.zone == switches_[rtsw].zone && SwitchReaches(next, rtsw))
+      return true;
+  }
+  return false;
+}
+
+int FabricModel::PickChannel(int sw, const std::vector<int>& candidates, int src, int dst,
+                             uint16_t sport) const {
+  if (candidates.empty()) return -1;
+  // The 5-tuple: addresses (NIC identities stand for their IPs), UDP ports
+  // and protocol, hashed with the switch's own seed as real ASICs do.
+  uint64_t h = switches_[sw].seed;
+  h = Mix(h ^ static_cast<uint64_t>(src) * 0x100000001b3ULL);
+  h = Mix(h ^ static_cast<uint64_t>(dst) * 0x9e3779b1ULL);
+  h = Mix(h ^ (static_cast<uint64_t>(sport) << 16 | kRoceUdpPort) ^ 17);
+  return candidates[h % candidates.size()];
+}
+
+std::vector<int> FabricModel::Route(int src, int dst, uint16_t sport) const {
+  std::vector<int> path;
+  const int first = ports_[src].out_channel;
+  const int last = ports_[dst].in_channel;
+  if (!channels_[first].up || !channels_[last].up) return {};
+  path.push_back(first);
+  const int rs = nic_rtsw_[src], rd = nic_rtsw_[dst];
+  if (rs == rd) {
+    path.push_back(last);
+    return path;
+  }
+  const bool same_zone = switches_[rs].zone == switches_[rd].zone;
+  // Up to a CTSW that can still reach the destination.
+  std::vector<int> candidates;
+  for (int ch : sw_out_[rs]) {
+    const int next = ports_[channels_[ch].to].sw;
+    if (!channels_[ch].up || next < 0) continue;
+    if (same_zone ? SwitchReaches(next, rd)
+                  : [&] {
+                      for (int up : sw_out_[next]) {
+                        const int a = ports_[channels_[up].to].sw;
+                        if (channels_[up].up && a >= 0 &&
+                            switches_[a].role == v1::SWITCH_ROLE_ATSW && SwitchReaches(a, rd))
+                          return true;
+                      }
+                      return false;
+                    }())
+      candidates.push_back(ch);
+  }
+  int ch = PickChannel(rs, candidates, src, dst, sport);
+  if (ch < 0) return {};
+  path.push_back(ch);
+  int cur = ports_[channels_[ch].to].sw;
+  if (!same_zone) {
+    candidates.clear();
+    for (int up : sw_out_[cur]) {
+      const int a = ports_[channels_[up].to].sw;
+      if (channels_[up].up && a >= 0 && switches_[a].role == v1::SWITCH_ROLE_ATSW &&
+          SwitchReaches(a, rd))
+        candidates.push_back(up);
+    }
+    ch = PickChannel(cur, candidates, src, dst, sport);
+    if (ch < 0) return {};
+    path.push_back(ch);
+    cur = ports_[channels_[ch].to].sw;
+    candidates.clear();
+    for (int down : sw_out_[cur]) {
+      const int c2 = ports_[channels_[down].to].sw;
+      if (channels_[down].up && c2 >= 0 && switches_[c2].zone == switches_[rd].zone &&
+          SwitchReaches(c2, rd))
+        candidates.push_back(down);
+    }
+    ch = PickChannel(cur, candidates, src, dst, sport);
+    if (ch < 0) return {};
+    path.push_back(ch);
+    cur = ports_[channels_[ch].to].sw;
+  }
+  ch = PickChannel(cur, UpChannelsToward(cur, rd), src, dst, sport);
+  if (ch < 0) return {};
+  path.push_back(ch);
+  path.push_back(last);
+  return path;
+}
+
+void FabricModel::Reroute() {
+  flows_.clear();
+  for (int j = 0; j < static_cast<int>(jobs_.size()); ++j) {
+    const Job& job = jobs_[j];
+    for (int c = 0; c < static_cast<int>(job.conns.size()); ++c) {
+      for (uint32_t q = 0; q < job.spec.qps_per_connection(); ++q) {
+        Flow flow;
+        flow.job = j;
+        flow.conn = c;
+        flow.src = job.conns[c].first;
+        flow.dst = job.conns[c].second;
+        // The NIC derives the UDP source port from the QP number.
+        flow.sport = static_cast<uint16_t>(
+            0xC000 | (Mix(seed_ ^ (static_cast<uint64_t>(j) << 40) ^ (static_cast<uint64_t>(c) << 16) ^ q) & 0x3fff));
+        flow.path = Route(flow.src, flow.dst, flow.sport);
+        flows_.push_back(std::move(flow));
+      }
+    }
+  }
+  routes_dirty_ = false;
+}
+
+void FabricModel::ApplyFaults() {
+  // Start from the healthy fabric, then lay every active fault over it.
+  std::vector<bool> was_up(ports_.size());
+  for (size_t p = 0; p < ports_.size(); ++p) {
+    was_up[p] = ports_[p].up;
+    ports_[p].up = true;
+    ports_[p].speed_gbps = topology_->proto().links(ports_[p].link).speed_gbps();
+  }
+  for (Channel& ch : channels_) {
+    ch.ecn_ok = true;
+    ch.drop_rate = 0;
+    ch.stuck = false;
+    ch.storm_fraction = 0;
+  }
+  for (Job& job : jobs_) {
+    job.straggler_rank = -1;
+    job.straggler_delay_s = 0;
+  }
+  auto link_ports = [&](int port) {
+    const int link = ports_[port].link;
+    return std::pair<int, int>(channels_[2 * link].from, channels_[2 * link].to);
+  };
+  for (ActiveFault& fault : faults_) {
+    fault.active = now_s_ >= fault.start_s && now_s_ < fault.end_s;
+    if (!fault.active) continue;
+    const v1::FaultSpec& spec = fault.spec;
+    const int port = PortIndex(spec.target());
+    switch (spec.kind()) {
+      case v1::FAULT_KIND_PFC_STORM: {
+        Channel& ch = channels_[ports_[port].in_channel];
+        ch.stuck = true;
+        ch.storm_fraction = spec.pause_fraction() > 0 ? std::min(1.0, spec.pause_fraction()) : 0.8;
+        break;
+      }
+      case v1::FAULT_KIND_NIC_DOWN: {
+        auto [a, b] = link_ports(port);
+        ports_[a].up = ports_[b].up = false;
+        break;
+      }
+      case v1::FAULT_KIND_LINK_FLAP: {
+        const double down = spec.flap_down_s() > 0 ? spec.flap_down_s() : 2;
+        const double up = spec.flap_up_s() > 0 ? spec.flap_up_s() : 3;
+        if (std::fmod(now_s_ - fault.start_s, down + up) < down) {
+          auto [a, b] = link_ports(port);
+          ports_[a].up = ports_[b].up = false;
+        }
+        break;
+      }
+      case v1::FAULT_KIND_LOSSY_LINK: {
+        const double rate = spec.drop_rate() > 0 ? spec.drop_rate() : 1e-3;
+        const int link = ports_[port].link;
+        channels_[2 * link].drop_rate = channels_[2 * link + 1].drop_rate = rate;
+        break;
+      }
+      case v1::FAULT_KIND_DEGRADED_LINK: {
+        auto [a, b] = link_ports(port);
+        ports_[a].speed_gbps = ports_[b].speed_gbps = spec.speed_gbps() > 0 ? spec.speed_gbps() : 100;
+        break;
+      }
+      case v1::FAULT_KIND_ECN_MISCONFIG:
+        if (auto it = switch_index_.find(spec.target()); it != switch_index_.end()) {
+          for (int ch : sw_out_[it->second]) channels_[ch].ecn_ok = false;
+        } else {
+          channels_[ports_[port].out_channel].ecn_ok = false;
+        }
+        break;
+      case v1::FAULT_KIND_STRAGGLER: {
+        std::string_view host, gpu;
+        SplitPortName(spec.target(), &host, &gpu);
+        const int h = host_index_.at(std::string(host));
+        const int g = std::atoi(std::string(gpu.substr(3)).c_str());
+        for (Job& job : jobs_) {
+          auto it = std::find(job.hosts.begin(), job.hosts.end(), h);
+          if (it == job.hosts.end()) continue;
+          job.straggler_rank = static_cast<int>(it - job.hosts.begin()) * job.gpus + g;
+          job.straggler_delay_s =
+              job.spec.compute_ms() / 1e3 * (spec.slowdown() > 0 ? spec.slowdown() : 0.5);
+        }
+        break;
+      }
+      default: break;
+    }
+  }
+  for (size_t p = 0; p < ports_.size(); ++p) {
+    if (was_up[p] && !ports_[p].up) {
+      // A carrier loss, as each side's counters see it.
+      PortCounters& c = ports_[p].c;
+      if (ports_[p].host >= 0) {
+        c.link_downed += 1;
+        c.link_down_events += 1;
+      } else {
+        c.link_flaps += 1;
+      }
+    }
+    if (was_up[p] != ports_[p].up) routes_dirty_ = true;
+  }
+  for (size_t i = 0; i < channels_.size(); ++i) {
+    Channel& ch = channels_[i];
+    ch.up = ports_[ch.from].up && ports_[ch.to].up;
+    ch.capacity_Bps = std::min(ports_[ch.from].speed_gbps, ports_[ch.to].speed_gbps) * 1e9 / 8;
+  }
+}
+
+void FabricModel::ComputeRates() {
+  // Demand: each NIC sends at line rate, shared among the QPs leaving it.
+  std::vector<int> flows_from(ports_.size(), 0);
+  for (const Flow& f : flows_)
+    if (!f.path.empty()) ++flows_from[f.src];
+  for (Flow& f : flows_) {
+    const bool routable = !f.path.empty() && job_status_[f.job].running;
+    f.demand = routable ? channels_[ports_[f.src].out_channel].capacity_Bps / flows_from[f.src] : 0;
+    if (routable)
+      for (int ch : f.path)
+        if (!channels_[ch].up) f.demand = 0;
+  }
+  std::vector<double> paused(channels_.size(), 0), next(channels_.size(), 0), share(channels_.size(), 1);
+  for (size_t i = 0; i < channels_.size(); ++i) paused[i] = channels_[i].stuck ? channels_[i].storm_fraction : 0;
+  // Each round lets PFC climb one more hop; a fabric is at most 6 hops deep.
+  for (int round = 0; round < 8; ++round) {
+    for (Channel& ch : channels_) ch.load = 0;
+    for (const Flow& f : flows_)
+      for (int ch : f.path) channels_[ch].load += f.demand;
+    for (size_t i = 0; i < channels_.size(); ++i) {
+      const Channel& ch = channels_[i];
+      const double cap = ch.up ? ch.capacity_Bps * (1 - paused[i]) : 0;
+      share[i] = ch.load <= cap ? 1.0 : (ch.load > 0 ? cap / ch.load : 1.0);
+    }
+    for (Flow& f : flows_) {
+      double s = 1;
+      for (int ch : f.path) s = std::min(s, share[ch]);
+      f.rate = f.demand * s;
+    }
+    // What actually arrives at each queue: flows as limited by the hops
+    // before it (not their demand, which upstream bottlenecks already cut).
+    std::vector<double> arrival(channels_.size(), 0);
+    for (const Flow& f : flows_) {
+      double s = 1;
+      for (int ch : f.path) {
+        arrival[ch] += f.demand * s;
+        s = std::min(s, share[ch]);
+      }
+    }
+    // Which egress queues fill up to XOFF and pause the hop before them.
+    std::fill(next.begin(), next.end(), 0.0);
+    std::vector<double> pause_from(channels_.size(), 0);
+    for (size_t i = 0; i < channels_.size(); ++i) {
+      Channel& ch = channels_[i];
+      next[i] = ch.stuck ? ch.storm_fraction : 0;
+      if (ports_[ch.from].sw < 0 || arrival[i] <= 0) continue;  // only switches send PFC upstream
+      const double cap = ch.up ? ch.capacity_Bps * (1 - paused[i]) : 0;
+      const double u = cap > 0 ? arrival[i] / cap : 1e9;
+      double f = 0;
+      if (cap <= 0 || paused[i] > 0.01 || !ch.ecn_ok) {
+        // A paused or unmarked queue cannot slow its senders by ECN: it fills
+        // to XOFF and holds back the excess with pause frames.
+        if (u > 1) f = 1 - 1 / u;
+      } else if (u > k_.incast_pfc_utilization) {
+        f = 1 - k_.incast_pfc_utilization / u;
+      }
+      pause_from[i] = f;
+    }
+    for (const Flow& f : flows_)
+      for (size_t h = 1; h < f.path.size(); ++h)
+        if (pause_from[f.path[h]] > 0)
+          next[f.path[h - 1]] = std::max(next[f.path[h - 1]], pause_from[f.path[h]]);
+    double change = 0;
+    for (size_t i = 0; i < channels_.size(); ++i) change = std::max(change, std::fabs(next[i] - paused[i]));
+    paused.swap(next);
+    if (change < 1e-3) break;
+  }
+  // Loss costs goodput: every drop is paid for by a go-back-N retransmit.
+  for (Flow& f : flows_) {
+    double keep = 1;
+    for (int ch : f.path) keep *= 1 - channels_[ch].drop_rate;
+    f.rate /= 1 + (1 - keep) * k_.gbn_cost_packets;
+  }
+  for (size_t i = 0; i < channels_.size(); ++i) {
+    Channel& ch = channels_[i];
+    ch.paused = paused[i];
+    ch.carried = 0;
+  }
+  for (const Flow& f : flows_)
+    for (int ch : f.path) channels_[ch].carried += f.rate;
+  for (Channel& ch : channels_) {
+    const double cap = ch.up ? ch.capacity_Bps * (1 - ch.paused) : 0;
+    const double u = cap > 0 ? ch.load / cap : (ch.load > 0 ? 1e9 : 0);
+    ch.mark = 0;
+    if (ports_[ch.from].sw < 0) {
+      ch.queue = 0;
+    } else if (ch.stuck || ch.paused > 0.5) {
+      ch.queue = k_.xoff_bytes * 1.5;
+    } else if (u > 1 && !ch.ecn_ok) {
+      ch.queue = k_.xoff_bytes;
+    } else if (u > 1) {
+      // DCQCN holds the queue between Kmin and Kmax while marking.
+      ch.mark = std::min(k_.ecn_pmax, 0.01 + 0.05 * (u - 1));
+      ch.queue = k_.ecn_kmin_bytes + (k_.ecn_kmax_bytes - k_.ecn_kmin_bytes) * std::min(1.0, u - 1);
+    } else {
+      ch.queue = k_.ecn_kmin_bytes * 0.5 * std::pow(u, 6);
+    }
+  }
+}
+
+void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) {
+  // Collective progress per job, from its slowest connection.
+  std::vector<double> duty(jobs_.size(), 0);
+  for (int j = 0; j < static_cast<int>(jobs_.size()); ++j) {
+    Job& job = jobs_[j];
+    JobStatus& status = job_status_[j];
+    if (!status.running) continue;
+    std::vector<double> conn_rate(job.conns.size(), 0);
+    for (const Flow& f : flows_)
+      if (f.job == j) conn_rate[f.conn] += f.rate;
+    const double min_rate = conn_rate.empty() ? 0 : *std::min_element(conn_rate.begin(), conn_rate.end());
+    const int H = static_cast<int>(job.hosts.size());
+    const int G = job.gpus;
+    const int n = H * G;
+    const double m = static_cast<double>(job.spec.message_bytes());
+    double per_conn_bytes = 0, traffic_bytes = 0, steps = 0;
+    switch (job.spec.collective()) {
+      case v1::COLLECTIVE_ALL_REDUCE:
+        per_conn_bytes = 2.0 * (H - 1) / H * m / G, traffic_bytes = m, steps = 2.0 * (H - 1);
+        break;
+      case v1::COLLECTIVE_ALL_GATHER:
+      case v1::COLLECTIVE_REDUCE_SCATTER:
+        per_conn_bytes = (H - 1.0) / H * m * n / G, traffic_bytes = m * n, steps = H - 1.0;
+        break;
+      default:
+        per_conn_bytes = m / H, traffic_bytes = m, steps = 1;
+        break;
+    }
+    const double line = channels_[ports_[job.conns[0].first].out_channel].capacity_Bps;
+    const double ideal_comm = per_conn_bytes / line + steps * k_.step_latency_s;
+    status.ideal_busbw_gbs =
+        traffic_bytes / ideal_comm / 1e9 * BusBwFactor(job.spec.collective(), n);
+    if (min_rate <= 1) {
+      // A ring with a dead connection hangs: NCCL waits, nothing completes.
+      status.stalled = true;
+      status.busbw_gbs = 0;
+      continue;
+    }
+    status.stalled = false;
+    const double comm = per_conn_bytes / min_rate + steps * k_.step_latency_s;
+    const double iteration = comm + job.spec.compute_ms() / 1e3 + job.straggler_delay_s;
+    duty[j] = comm / iteration;
+    const double before = job.progress;
+    job.progress += dt / iteration;
+    const uint64_t done = static_cast<uint64_t>(job.progress) - static_cast<uint64_t>(before);
+    // Ranks that wait for a late straggler see the wait inside the kernel.
+    const double waited = comm + job.straggler_delay_s;
+    status.busbw_gbs = traffic_bytes / waited / 1e9 * BusBwFactor(job.spec.collective(), n);
+    if (done == 0) continue;
+    job.seq += done;
+    status.completed += done;
+    if (records == nullptr) continue;
+    for (int r = 0; r < n; ++r) {
+      CollectiveRecord rec;
+      rec.job = j;
+      rec.rank = r;
+      rec.host = job.hosts[r / G];
+      rec.gpu = r % G;
+      rec.seq = job.seq;
+      rec.msg_bytes = job.spec.message_bytes();
+      rec.exec_time_us = (r == job.straggler_rank ? comm : waited) * 1e6;
+      rec.algbw_gbs = traffic_bytes / (rec.exec_time_us / 1e6) / 1e9;
+      rec.busbw_gbs = rec.algbw_gbs * BusBwFactor(job.spec.collective(), n);
+      records->push_back(rec);
+    }
+  }
+
+  // Traffic counters: each flow runs for its job's communication share.
+  for (const Flow& f : flows_) {
+    if (f.rate <= 0 || f.path.empty()) continue;
+    const double bytes = f.rate * duty[f.job] * dt;
+    const double packets = bytes / k_.mtu_bytes;
+    double unmarked = 1, kept = 1;
+    for (int ch_id : f.path) {
+      const Channel& ch = channels_[ch_id];
+      PortCounters& from = ports_[ch.from].c;
+      PortCounters& to = ports_[ch.to].c;
+      from.tx_bytes += bytes, from.tx_packets += packets;
+      to.rx_bytes += bytes, to.rx_packets += packets;
+      if (ports_[ch.from].sw >= 0) {
+        from.queue_tx_bytes += bytes;
+        from.queue_tx_packets += packets;
+        from.queue_ecn_marked += packets * unmarked * ch.mark;
+      }
+      if (ch.drop_rate > 0) {
+        const double dropped = packets * kept * ch.drop_rate;
+        if (ports_[ch.to].sw >= 0) {
+          to.rx_fcs_errors += dropped;
+          to.rx_symbol_errors += dropped * 3;
+        } else {
+          to.symbol_errors += dropped * 3;
+        }
+      }
+      unmarked *= 1 - ch.mark;
+      kept *= 1 - ch.drop_rate;
+    }
+    PortCounters& src = ports_[f.src].c;
+    PortCounters& dst = ports_[f.dst].c;
+    const double marked = packets * (1 - unmarked);
+    const double cnps = std::min(marked, duty[f.job] * dt / k_.cnp_interval_s);
+    dst.ecn_marked_packets += marked;
+    dst.cnp_sent += cnps;
+    src.cnp_handled += cnps;
+    const double drops = packets * (1 - kept);
+    if (drops > 0) {
+      // Receivers see the hole as out-of-sequence packets and NAK it;
+      // senders retransmit (go back N) and sometimes time out.
+      dst.out_of_sequence += drops;
+      dst.implied_nak_seq_errors += drops * 0.5;
+      src.packet_seq_errors += drops;
+      src.retransmits += drops * 8;
+      src.retransmit_timeouts += drops * 0.02;
+      src.local_ack_timeouts += drops * 0.01;
+    }
+  }
+
+  // PFC: a paused channel's sender receives pauses; its receiver sends them.
+  for (size_t i = 0; i < channels_.size(); ++i) {
+    Channel& ch = channels_[i];
+    PortCounters& from = ports_[ch.from].c;
+    PortCounters& to = ports_[ch.to].c;
+    if (ch.paused > 0) {
+      const double frames = k_.pause_frames_per_s * ch.paused * dt;
+      const double us = ch.paused * dt * 1e6;
+      from.pfc_rx_frames += frames, from.pfc_rx_us += us;
+      to.pfc_tx_frames += frames, to.pfc_tx_us += us;
+      if (ports_[ch.from].host >= 0) from.tx_wait += us;
+    }
+    if (ports_[ch.from].sw >= 0) {
+      from.queue_depth_bytes = ch.queue;
+      from.queue_watermark_bytes = std::min(k_.buffer_bytes, ch.queue * 1.2);
+      // The PFC watchdog sees a queue paused for its whole detection time.
+      const bool storm = ch.paused >= 0.5;
+      const bool was = from.pfcwd_detected > from.pfcwd_restored;
+      if (storm && !was) from.pfcwd_detected += 1;
+      if (!storm && was) from.pfcwd_restored += 1;
+    }
+    if (ch.stuck && ports_[ch.to].host >= 0) {
+      // The NIC's own stall prevention notices it keeps pausing.
+      to.pause_storm_warnings += dt;
+      if (to.pause_storm_errors == 0) to.pause_storm_errors = 1;
+    }
+  }
+}
+
+void FabricModel::Step(double dt, std::vector<CollectiveRecord>* records) {
+  for (size_t j = 0; j < jobs_.size(); ++j) {
+    const bool running = now_s_ >= jobs_[j].spec.start_s();
+    if (running != job_status_[j].running) routes_dirty_ = true;
+    job_status_[j].running = running;
+  }
+  ApplyFaults();
+  if (routes_dirty_) Reroute();
+  ComputeRates();
+  Accumulate(dt, records);
+  now_s_ += dt;
+}
+
+}  // namespace rocefab::lab

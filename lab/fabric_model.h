@@ -1,0 +1,210 @@
+#pragma once
+// The lab's fabric model: a topology carrying training jobs' collectives,
+// advanced in ticks. Each tick it routes flows by the switches' ECMP hashes,
+// shares link capacity among them, lets congestion produce ECN marks and
+// CNPs, lets stuck or unmarked queues push PFC pauses upstream hop by hop,
+// applies faults, and accumulates the counters real NICs and switches would
+// show. Collective times come from the slowest connection of each ring, so
+// bus bandwidth falls when the fabric suffers.
+//
+// Not thread-safe; one owner advances it. Deterministic for a given seed.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/topology.h"
+#include "rocefab/v1/lab.pb.h"
+
+namespace rocefab::lab {
+
+// Physical constants of the model (400G RoCE, mlx5-like NICs, shallow-buffer
+// rack switches). Documented in docs/lab.md.
+struct ModelConstants {
+  double mtu_bytes = 4096;              // RoCE payload per packet
+  double ecn_kmin_bytes = 150e3;        // marking starts
+  double ecn_kmax_bytes = 1.5e6;        // marking at pmax
+  double ecn_pmax = 0.1;
+  double xoff_bytes = 3e6;              // ingress PFC threshold (beyond Kmax)
+  double buffer_bytes = 32e6;           // per switch pool
+  double pause_frames_per_s = 24000;    // refresh rate of pauses at full pause
+  double incast_pfc_utilization = 4.0;  // with ECN working, PFC only beyond this
+  double gbn_cost_packets = 200;        // goodput lost per dropped packet (go-back-N)
+  double step_latency_s = 10e-6;        // per ring step
+  double cnp_interval_s = 50e-6;        // at most one CNP per QP per interval
+  double pfcwd_detect_s = 0.2;          // PFC watchdog detection time
+};
+
+// Cumulative counters of one port, in vocabulary units (bytes are bytes).
+struct PortCounters {
+  double rx_bytes = 0, tx_bytes = 0, rx_packets = 0, tx_packets = 0;
+  // NIC (RDMA) side.
+  double ecn_marked_packets = 0, cnp_sent = 0, cnp_handled = 0;
+  double out_of_sequence = 0, packet_seq_errors = 0, local_ack_timeouts = 0;
+  double implied_nak_seq_errors = 0, retransmits = 0, retransmit_timeouts = 0;
+  double symbol_errors = 0, link_downed = 0, link_down_events = 0, tx_wait = 0;
+  double pause_storm_warnings = 0, pause_storm_errors = 0;
+  // Switch side.
+  double rx_fcs_errors = 0, rx_symbol_errors = 0, link_flaps = 0;
+  double pfcwd_detected = 0, pfcwd_restored = 0;
+  double queue_tx_bytes = 0, queue_tx_packets = 0, queue_drops = 0, queue_ecn_marked = 0;
+  double queue_depth_bytes = 0, queue_watermark_bytes = 0;  // gauges
+  // Both: PFC on the lossless priority.
+  double pfc_rx_frames = 0, pfc_tx_frames = 0, pfc_rx_us = 0, pfc_tx_us = 0;
+};
+
+struct PortState {
+  std::string device;  // host or switch name
+  std::string name;    // mlx5_3 or Ethernet12
+  int host = -1, nic = -1;  // for NIC ports
+  int sw = -1;              // for switch ports
+  int link = -1;
+  int out_channel = -1, in_channel = -1;
+  bool up = true;
+  double speed_gbps = 400;
+  PortCounters c;
+};
+
+// One collective record as one rank saw it, for the Inspector writer.
+struct CollectiveRecord {
+  int job = 0;
+  int rank = 0;
+  int host = 0;
+  int gpu = 0;
+  uint64_t seq = 0;
+  double exec_time_us = 0;
+  double algbw_gbs = 0;
+  double busbw_gbs = 0;
+  uint64_t msg_bytes = 0;
+};
+
+struct JobStatus {
+  std::string id;
+  std::string name;
+  bool running = false;
+  bool stalled = false;
+  double busbw_gbs = 0;        // of the collectives completed in the last tick
+  double ideal_busbw_gbs = 0;  // on an idle, healthy fabric
+  uint64_t completed = 0;
+};
+
+struct ActiveFault {
+  v1::FaultSpec spec;
+  double start_s = 0, end_s = 0;
+  bool active = false;
+};
+
+class FabricModel final {
+ public:
+  static absl::StatusOr<std::unique_ptr<FabricModel>> Create(
+      std::shared_ptr<const Topology> topology, const v1::Scenario& scenario,
+      ModelConstants constants = {});
+
+  // Advances the model by dt seconds. Records of collectives completed in
+  // this step go to `records` when non-null.
+  void Step(double dt, std::vector<CollectiveRecord>* records);
+
+  double now_s() const { return now_s_; }
+  const Topology& topology() const { return *topology_; }
+  const std::vector<PortState>& ports() const { return ports_; }
+  // The port named "device/port", or -1.
+  int PortIndex(const std::string& full_name) const;
+  const std::vector<JobStatus>& jobs() const { return job_status_; }
+  const std::vector<ActiveFault>& faults() const { return faults_; }
+  // Host ranks of job j: (host index, gpu) for rank r = position * gpus + gpu.
+  const std::vector<int>& job_hosts(int job) const { return jobs_[job].hosts; }
+  int gpus_per_host(int job) const { return jobs_[job].gpus; }
+  v1::Collective job_collective(int job) const { return jobs_[job].spec.collective(); }
+  uint64_t buffer_used_bytes(int sw) const;
+  size_t flow_count() const { return flows_.size(); }
+  size_t channel_count() const { return channels_.size(); }
+  // Per-tick utilisation of each direction of a link (for tests and the
+  // timeline): carried / capacity, by channel.
+  double ChannelUtilization(int channel) const;
+  double ChannelPausedFraction(int channel) const { return channels_[channel].paused; }
+  int ChannelOf(const std::string& from_port) const;
+  // Channels a flow from `src` NIC port to `dst` NIC port with UDP source
+  // port `sport` takes; exposed for tests.
+  std::vector<int> Route(int src_port, int dst_port, uint16_t sport) const;
+
+ private:
+  struct Channel {
+    int from = -1, to = -1;  // port ids
+    double capacity_Bps = 0;
+    bool up = true;
+    bool ecn_ok = true;
+    double drop_rate = 0;
+    // Per tick.
+    double load = 0, carried = 0, paused = 0, mark = 0, queue = 0;
+    bool stuck = false;  // the receiver keeps pausing this egress (storm)
+    double storm_fraction = 0;  // share of time it holds the pause
+  };
+  struct Flow {
+    int job = 0, conn = 0;
+    int src = 0, dst = 0;  // NIC port ids
+    uint16_t sport = 0;
+    std::vector<int> path;
+    double demand = 0, rate = 0;
+  };
+  struct Job {
+    v1::JobSpec spec;
+    std::vector<int> hosts;
+    int gpus = 0;
+    std::vector<std::pair<int, int>> conns;  // (src NIC port, dst NIC port)
+    double progress = 0;                      // fractional collectives
+    uint64_t seq = 0;
+    int straggler_rank = -1;
+    double straggler_delay_s = 0;
+  };
+  struct SwitchState {
+    std::string name;
+    v1::SwitchRole role;
+    std::string zone;
+    uint64_t seed = 0;
+    std::vector<int> ports;
+    bool ecn_ok = true;
+  };
+
+  FabricModel() = default;
+  absl::Status Init(std::shared_ptr<const Topology> topology, const v1::Scenario& scenario,
+                    ModelConstants constants);
+  absl::Status PlaceJobs(const v1::Scenario& scenario);
+  absl::Status CheckFaultTarget(const v1::FaultSpec& fault) const;
+  void ApplyFaults();
+  void Reroute();
+  void ComputeRates();
+  void Accumulate(double dt, std::vector<CollectiveRecord>* records);
+  int PickChannel(int sw, const std::vector<int>& candidates, int src, int dst,
+                  uint16_t sport) const;
+  std::vector<int> UpChannelsToward(int sw, int neighbor_sw) const;
+  bool SwitchReaches(int sw, int rtsw) const;
+
+  std::shared_ptr<const Topology> topology_;
+  ModelConstants k_;
+  double now_s_ = 0;
+  std::vector<PortState> ports_;
+  std::map<std::string, int> port_index_;
+  std::vector<Channel> channels_;
+  std::vector<SwitchState> switches_;
+  std::map<std::string, int> switch_index_;
+  std::vector<int> nic_rtsw_;                 // NIC port -> its RTSW switch index
+  std::vector<std::vector<int>> sw_out_;      // switch -> out channels
+  std::map<std::string, int> host_index_;
+  std::vector<std::vector<int>> host_nic_ports_;  // host -> NIC port ids
+  std::vector<std::string> host_zone_;
+  std::vector<Job> jobs_;
+  std::vector<JobStatus> job_status_;
+  std::vector<Flow> flows_;
+  std::vector<ActiveFault> faults_;
+  bool routes_dirty_ = true;
+  uint64_t seed_ = 1;
+};
+
+// The NCCL bus bandwidth factor (docs/counters.md): AllReduce 2(n-1)/n,
+// AllGather and ReduceScatter (n-1)/n, others 1.
+double BusBwFactor(v1::Collective collective, int n_ranks);
+
+}  // namespace rocefab::lab

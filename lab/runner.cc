@@ -1,0 +1,384 @@
+#include "lab/runner.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/config_loader.h"
+#include "common/grpc_util.h"
+#include "common/process.h"
+#include "common/strings.h"
+#include "common/topology.h"
+#include "lab/fabric_model.h"
+#include "lab/outputs.h"
+#include "lab/topology_gen.h"
+#include "rocefab/v1/query.grpc.pb.h"
+
+namespace rocefab::lab {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void OnSignal(int) { g_interrupted = true; }
+
+std::string FaultName(v1::FaultKind kind) {
+  std::string name = v1::FaultKind_Name(kind);
+  const std::string prefix = "FAULT_KIND_";
+  if (name.starts_with(prefix)) name = name.substr(prefix.size());
+  for (char& c : name) c = static_cast<char>(std::tolower(c));
+  return name;
+}
+
+// The daemons of a run, and how to reach the collector.
+class Daemons {
+ public:
+  Daemons(std::string run_dir, std::string bin_dir)
+      : run_dir_(std::move(run_dir)), bin_dir_(std::move(bin_dir)) {}
+  ~Daemons() { Stop(); }
+
+  absl::Status Start(const v1::Topology& topo, double poll_interval_s) {
+    std::filesystem::create_directories(run_dir_ + "/logs");
+    NotifySocket collector_ready(run_dir_ + "/logs/.notify-collector");
+    if (!collector_ready.ok()) return absl::UnavailableError("cannot create a notify socket");
+    auto collector = Subprocess::Spawn(
+        {{bin_dir_ + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--metrics-listen",
+          "127.0.0.1:0", "--db", run_dir_ + "/collector.db"},
+         {{"NOTIFY_SOCKET", collector_ready.path()}},
+         run_dir_ + "/logs/collectord.out",
+         run_dir_ + "/logs/collectord.log"});
+    if (!collector.ok()) return collector.status();
+    processes_.push_back(std::move(*collector));
+    auto status = collector_ready.WaitReady(std::chrono::seconds(30));
+    if (!status) return absl::UnavailableError("rocefab-collectord did not become ready; see logs/collectord.log");
+    grpc_ = StatusField(*status, "grpc");
+    metrics_ = StatusField(*status, "metrics");
+
+    const std::string interval = StrCat(static_cast<int>(poll_interval_s * 1000), "ms");
+    NotifySocket agents_ready(run_dir_ + "/logs/.notify-agents");
+    size_t expected = 0;
+    for (const auto& host : topo.hosts()) {
+      const std::string root = run_dir_ + "/hosts/" + host.name();
+      auto p = Subprocess::Spawn(
+          {{bin_dir_ + "/rocefab-hostd", "--collector", grpc_, "--interval", interval,
+            "--host-name", host.name(), "--sysfs-root", root + "/sys", "--proc-root",
+            root + "/proc", "--ethtool-dir", root + "/ethtool", "--no-netlink"},
+           {{"NOTIFY_SOCKET", agents_ready.path()}},
+           run_dir_ + "/logs/hostd-" + host.name() + ".out",
+           run_dir_ + "/logs/hostd-" + host.name() + ".log"});
+      if (!p.ok()) return p.status();
+      processes_.push_back(std::move(*p));
+      ++expected;
+    }
+    for (const auto& sw : topo.switches()) {
+      auto p = Subprocess::Spawn(
+          {{bin_dir_ + "/rocefab-switchd", "--collector", grpc_, "--interval", interval,
+            "--backend", "file", "--state-dir", run_dir_ + "/switches", "--switch-name",
+            sw.name()},
+           {{"NOTIFY_SOCKET", agents_ready.path()}},
+           run_dir_ + "/logs/switchd-" + sw.name() + ".out",
+           run_dir_ + "/logs/switchd-" + sw.name() + ".log"});
+      if (!p.ok()) return p.status();
+      processes_.push_back(std::move(*p));
+      ++expected;
+    }
+    for (size_t i = 0; i < expected; ++i)
+      if (!agents_ready.WaitReady(std::chrono::seconds(30)))
+        return absl::UnavailableError(StrCat("only ", i, " of ", expected, " agents became ready"));
+    auto channel = MakeChannel(grpc_, {});
+    if (!channel.ok()) return channel.status();
+    query_ = v1::Query::NewStub(*channel);
+    return absl::OkStatus();
+  }
+
+  // SIGTERM everything (agents first, collector last), then SIGKILL
+  // stragglers. Returns how many had to be killed.
+  int Stop() {
+    if (processes_.empty()) return 0;
+    int killed = 0;
+    // Agents flush to the collector, so the collector stops last.
+    for (size_t j = 1; j < processes_.size(); ++j) processes_[j]->Signal(SIGTERM);
+    for (size_t j = 1; j < processes_.size(); ++j) killed += Reap(*processes_[j]);
+    processes_[0]->Signal(SIGTERM);
+    killed += Reap(*processes_[0]);
+    processes_.clear();
+    return killed;
+  }
+
+  size_t count() const { return processes_.size(); }
+  const std::string& grpc() const { return grpc_; }
+  const std::string& metrics() const { return metrics_; }
+  v1::Query::Stub* query() { return query_.get(); }
+
+ private:
+  static int Reap(Subprocess& p) {
+    if (p.Exited()) return 0;
+    if (p.WaitFor(std::chrono::seconds(10))) return 0;
+    p.Signal(SIGKILL);
+    p.Wait();
+    return 1;
+  }
+
+  std::string run_dir_, bin_dir_, grpc_, metrics_;
+  std::vector<std::unique_ptr<Subprocess>> processes_;  // [0] is the collector
+  std::unique_ptr<v1::Query::Stub> query_;
+};
+
+// What the collector sees right now, in one line.
+std::string CollectorView(Daemons& daemons) {
+  if (daemons.query() == nullptr) return "";
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  v1::ListAgentsResponse agents;
+  if (!daemons.query()->ListAgents(&context, {}, &agents).ok()) return "collector: unreachable";
+  int connected = 0;
+  for (const auto& a : agents.agents()) connected += a.connected();
+  std::string view = StrCat("collector: ", connected, "/", daemons.count() - 1, " agents");
+  // The loudest PFC sender among switch ports and NICs over the last 5 s.
+  grpc::ClientContext ctx2;
+  ctx2.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  v1::GetCountersRequest request;
+  request.set_counter("pfc_tx_pause_frames");
+  request.set_since_us(SystemClock::Instance().NowUs() - 5'000'000);
+  v1::GetCountersResponse counters;
+  if (daemons.query()->GetCounters(&ctx2, request, &counters).ok()) {
+    const v1::CounterRow* top = nullptr;
+    for (const auto& row : counters.rows())
+      if (row.has_rate() && row.rate_per_second() > 0 &&
+          (top == nullptr || row.rate_per_second() > top->rate_per_second()))
+        top = &row;
+    if (top != nullptr) {
+      char rate[32];
+      std::snprintf(rate, sizeof rate, "%.1fk/s", top->rate_per_second() / 1e3);
+      StrAppend(&view, ", top PFC sender ", top->entity(), " ", rate);
+    } else {
+      StrAppend(&view, ", no PFC pauses");
+    }
+  }
+  return view;
+}
+
+nlohmann::json TruthJson(const v1::Scenario& scenario, const FabricModel& model,
+                         int64_t start_unix_us) {
+  nlohmann::json faults = nlohmann::json::array();
+  for (const ActiveFault& f : model.faults()) {
+    const double end = std::min(f.end_s, model.now_s());
+    faults.push_back({{"kind", FaultName(f.spec.kind())},
+                      {"target", f.spec.target()},
+                      {"start_s", f.start_s},
+                      {"end_s", f.end_s >= 1e17 ? nlohmann::json(nullptr) : nlohmann::json(f.end_s)},
+                      {"start_unix_us", start_unix_us + static_cast<int64_t>(f.start_s * 1e6)},
+                      {"end_unix_us", f.end_s >= 1e17 ? nlohmann::json(nullptr)
+                                                      : nlohmann::json(start_unix_us + static_cast<int64_t>(f.end_s * 1e6))},
+                      {"happened", model.now_s() > f.start_s},
+                      {"observed_until_s", end}});
+  }
+  nlohmann::json jobs = nlohmann::json::array();
+  for (size_t j = 0; j < model.jobs().size(); ++j) {
+    nlohmann::json hosts = nlohmann::json::array();
+    for (int h : model.job_hosts(static_cast<int>(j)))
+      hosts.push_back(model.topology().proto().hosts(h).name());
+    jobs.push_back({{"id", model.jobs()[j].id}, {"name", model.jobs()[j].name}, {"hosts", hosts}});
+  }
+  return {{"scenario", scenario.name()},
+          {"start_unix_us", start_unix_us},
+          {"duration_s", model.now_s()},
+          {"faults", faults},
+          {"jobs", jobs}};
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Scenario> LoadScenario(const std::string& path) {
+  v1::Scenario scenario;
+  if (auto status = LoadYamlConfigFile(path, &scenario); !status.ok()) return status;
+  if (scenario.name().empty())
+    scenario.set_name(std::filesystem::path(path).stem().string());
+  if (scenario.duration_s() <= 0) scenario.set_duration_s(60);
+  if (scenario.tick_s() <= 0) scenario.set_tick_s(0.5);
+  if (scenario.poll_interval_s() <= 0) scenario.set_poll_interval_s(1);
+  if (scenario.tick_s() < 0.05 || scenario.tick_s() > 10)
+    return absl::InvalidArgumentError(StrCat(path, ": tick_s must be between 0.05 and 10"));
+  if (!scenario.topology().file().empty() == scenario.topology().has_generate())
+    return absl::InvalidArgumentError(
+        StrCat(path, ": topology needs exactly one of file or generate"));
+  for (const auto& fault : scenario.faults()) {
+    if (fault.kind() == v1::FAULT_KIND_UNSPECIFIED)
+      return absl::InvalidArgumentError(StrCat(path, ": a fault has no kind"));
+    if (fault.target().empty())
+      return absl::InvalidArgumentError(StrCat(path, ": fault ", FaultName(fault.kind()), " has no target"));
+    if (fault.at_s() < 0 || fault.duration_s() < 0)
+      return absl::InvalidArgumentError(StrCat(path, ": fault times must not be negative"));
+  }
+  if (scenario.jobs().empty()) return absl::InvalidArgumentError(StrCat(path, ": no jobs"));
+  return scenario;
+}
+
+absl::StatusOr<std::shared_ptr<const Topology>> ScenarioTopology(const v1::Scenario& scenario,
+                                                                const std::string& scenario_path) {
+  if (!scenario.topology().file().empty()) {
+    std::filesystem::path file = scenario.topology().file();
+    if (file.is_relative()) file = std::filesystem::path(scenario_path).parent_path() / file;
+    return Topology::Load(file.string());
+  }
+  const v1::GenerateSpec& g = scenario.topology().generate();
+  TopologyParams params;
+  if (g.zones()) params.zones = g.zones();
+  if (g.racks_per_zone()) params.racks_per_zone = g.racks_per_zone();
+  if (g.hosts_per_rack()) params.hosts_per_rack = g.hosts_per_rack();
+  if (g.nics_per_host()) params.nics_per_host = g.nics_per_host();
+  if (g.ctsw_per_zone()) params.ctsw_per_zone = g.ctsw_per_zone();
+  params.atsw = g.atsw();
+  if (g.uplink_ratio() > 0) params.uplink_ratio = g.uplink_ratio();
+  auto proto = GenerateTopology(params);
+  if (!proto.ok()) return proto.status();
+  return Topology::Build(std::move(*proto));
+}
+
+int Run(const RunOptions& options) {
+  auto fail = [](const absl::Status& status) {
+    std::cerr << "rocefab-lab: " << status.message() << "\n";
+    return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  };
+  auto scenario = LoadScenario(options.scenario_path);
+  if (!scenario.ok()) return fail(scenario.status());
+  if (options.duration_s > 0) scenario->set_duration_s(options.duration_s);
+  auto topology = ScenarioTopology(*scenario, options.scenario_path);
+  if (!topology.ok()) return fail(topology.status());
+  auto model = FabricModel::Create(*topology, *scenario);
+  if (!model.ok()) return fail(model.status());
+
+  // A run directory is ours to fill; refuse to clobber anything else.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(options.run_dir)) {
+    if (!fs::is_directory(options.run_dir) ||
+        (!fs::is_empty(options.run_dir) && !fs::exists(options.run_dir + "/.rocefab-lab-run")))
+      return fail(absl::InvalidArgumentError(StrCat(
+          "--run-dir ", options.run_dir, " exists and is not an earlier lab run; pick another")));
+    fs::remove_all(options.run_dir, ec);
+  }
+  fs::create_directories(options.run_dir, ec);
+  if (ec) return fail(absl::UnavailableError(StrCat("cannot create ", options.run_dir, ": ", ec.message())));
+  std::ofstream(options.run_dir + "/.rocefab-lab-run") << "rocefab-lab run directory\n";
+  {
+    std::ofstream topo_out(options.run_dir + "/topology.yaml");
+    WriteTopologyYaml((*topology)->proto(), topo_out);
+  }
+
+  OutputWriter writer(options.run_dir, **model);
+  if (auto s = writer.Init(); !s.ok()) return fail(s);
+  const Clock& clock = SystemClock::Instance();
+  const int64_t start_us = clock.NowUs();
+  if (auto s = writer.WriteCounters(start_us); !s.ok()) return fail(s);
+
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+
+  const v1::Topology& topo = (*topology)->proto();
+  std::printf("rocefab-lab: scenario %s: %d hosts, %d switches, %d links, %zu jobs, %zu faults\n",
+              scenario->name().c_str(), topo.hosts_size(), topo.switches_size(), topo.links_size(),
+              scenario->jobs().size(), scenario->faults().size());
+  Daemons daemons(options.run_dir, options.bin_dir);
+  if (options.daemons) {
+    if (auto s = daemons.Start(topo, scenario->poll_interval_s()); !s.ok()) return fail(s);
+    std::printf("rocefab-lab: started rocefab-collectord (gRPC %s, metrics http://%s/metrics), "
+                "%d rocefab-hostd, %d rocefab-switchd\n",
+                daemons.grpc().c_str(), daemons.metrics().c_str(), topo.hosts_size(),
+                topo.switches_size());
+    std::ofstream(options.run_dir + "/endpoints.json")
+        << nlohmann::json{{"collector", daemons.grpc()}, {"metrics", daemons.metrics()}}.dump(2)
+        << "\n";
+  }
+  std::fflush(stdout);
+
+  const double tick = scenario->tick_s();
+  const int64_t tick_us = static_cast<int64_t>(tick * 1e6);
+  double next_timeline = 0;
+  std::vector<bool> announced(model.value()->faults().size(), false), ended(announced.size(), false);
+  std::vector<CollectiveRecord> records;
+  int64_t next_tick_mono = clock.MonotonicUs();
+  bool kept_announced = false;
+  while (!g_interrupted) {
+    FabricModel& m = **model;
+    if (m.now_s() >= scenario->duration_s()) {
+      if (!options.keep) break;
+      if (!kept_announced && options.daemons) {
+        kept_announced = true;
+        std::printf("rocefab-lab: scenario time is over; still running for exploration (--keep).\n"
+                    "  export ROCEFAB_COLLECTOR=%s\n  rocefab agents\n"
+                    "  metrics: http://%s/metrics\n  stop with Ctrl-C or: kill %d\n",
+                    daemons.grpc().c_str(), daemons.metrics().c_str(), getpid());
+        std::fflush(stdout);
+      }
+    }
+    records.clear();
+    m.Step(tick, &records);
+    const int64_t now_us = options.realtime ? clock.NowUs()
+                                            : start_us + static_cast<int64_t>(m.now_s() * 1e6);
+    if (auto s = writer.WriteCounters(now_us); !s.ok()) return fail(s);
+    if (auto s = writer.WriteCollectives(records, now_us); !s.ok()) return fail(s);
+    for (size_t i = 0; i < m.faults().size(); ++i) {
+      const ActiveFault& f = m.faults()[i];
+      if (f.active && !announced[i]) {
+        announced[i] = true;
+        std::printf("t=%6.1fs  FAULT  %s on %s starts\n", m.now_s(), FaultName(f.spec.kind()).c_str(),
+                    f.spec.target().c_str());
+      }
+      if (announced[i] && !f.active && !ended[i]) {
+        ended[i] = true;
+        std::printf("t=%6.1fs  FAULT  %s on %s ends\n", m.now_s(), FaultName(f.spec.kind()).c_str(),
+                    f.spec.target().c_str());
+      }
+    }
+    if (m.now_s() + 1e-9 >= next_timeline) {
+      next_timeline += options.timeline_every_s;
+      std::string line = StrCat("t=", m.now_s());
+      char head[32];
+      std::snprintf(head, sizeof head, "t=%6.1fs ", m.now_s());
+      line = head;
+      for (const JobStatus& job : m.jobs()) {
+        char buf[160];
+        if (!job.running) std::snprintf(buf, sizeof buf, " job %s waiting", job.id.c_str());
+        else if (job.stalled) std::snprintf(buf, sizeof buf, " job %s STALLED (0 GB/s)", job.id.c_str());
+        else
+          std::snprintf(buf, sizeof buf, " job %s busbw %6.1f GB/s (%3.0f%% of ideal)", job.id.c_str(),
+                        job.busbw_gbs, job.ideal_busbw_gbs > 0 ? 100 * job.busbw_gbs / job.ideal_busbw_gbs : 0);
+        line += buf;
+      }
+      if (options.daemons) StrAppend(&line, "  | ", CollectorView(daemons));
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    }
+    // Truth is rewritten as the run goes, so a run cut short still has it.
+    std::ofstream(options.run_dir + "/truth.json") << TruthJson(*scenario, m, start_us).dump(2) << "\n";
+    if (options.realtime) {
+      next_tick_mono += tick_us;
+      const int64_t wait = next_tick_mono - clock.MonotonicUs();
+      // Pacing to the wall clock, not synchronisation: the daemons poll on
+      // their own schedule.
+      if (wait > 0) std::this_thread::sleep_for(std::chrono::microseconds(wait));
+      else next_tick_mono = clock.MonotonicUs();
+    }
+  }
+  if (options.daemons) {
+    const int killed = daemons.Stop();
+    std::printf("rocefab-lab: stopped all daemons%s\n",
+                killed ? StrCat(" (", killed, " needed SIGKILL)").c_str() : " cleanly");
+  }
+  std::printf("rocefab-lab: run directory %s (truth.json, topology.yaml, collector.db, logs/)\n",
+              options.run_dir.c_str());
+  return 0;
+}
+
+}  // namespace rocefab::lab

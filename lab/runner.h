@@ -1,0 +1,35 @@
+#pragma once
+// `rocefab-lab run`: loads a scenario, builds the fabric model, starts the
+// real daemons (one rocefab-collectord, a rocefab-hostd per host and a
+// rocefab-switchd per switch) on ephemeral loopback ports, advances the
+// model in real time while writing the files those daemons read, prints a
+// timeline, and at the end stops everything.
+//
+// The ground truth (faults with exact times and targets) goes only to
+// <run-dir>/truth.json; no daemon is given that path.
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "rocefab/v1/lab.pb.h"
+
+namespace rocefab::lab {
+
+struct RunOptions {
+  std::string scenario_path;
+  std::string run_dir;
+  std::string bin_dir;        // where rocefab-collectord etc. are
+  double duration_s = 0;      // 0: the scenario's
+  bool daemons = true;        // false: model only (--no-daemons)
+  bool keep = false;          // keep running after the duration until interrupted
+  bool realtime = true;       // pace ticks to the wall clock
+  double timeline_every_s = 5;
+};
+
+// Loads and checks a scenario; fills defaults.
+absl::StatusOr<v1::Scenario> LoadScenario(const std::string& path);
+
+// Returns the process exit code.
+int Run(const RunOptions& options);
+
+}  // namespace rocefab::lab
