@@ -546,8 +546,14 @@ void FabricModel::ComputeRates() {
       for (size_t h = 1; h < f.path.size(); ++h)
         if (pause_from[f.path[h]] > 0)
           next[f.path[h - 1]] = std::max(next[f.path[h - 1]], pause_from[f.path[h]]);
+    // Pauses only grow within a tick: the queue that caused one stays at
+    // XOFF for as long as the excess lasts, even though the pause itself
+    // lowers what arrives. Monotone rounds also converge.
     double change = 0;
-    for (size_t i = 0; i < channels_.size(); ++i) change = std::max(change, std::fabs(next[i] - paused[i]));
+    for (size_t i = 0; i < channels_.size(); ++i) {
+      next[i] = std::max(next[i], paused[i]);
+      change = std::max(change, next[i] - paused[i]);
+    }
     paused.swap(next);
     if (change < 1e-3) break;
   }

@@ -1,0 +1,256 @@
+#include "lab/fabric_model.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "common/config_loader.h"
+#include "lab/topology_gen.h"
+
+namespace rocefab::lab {
+namespace {
+
+std::shared_ptr<const Topology> Fabric(uint32_t racks = 4, uint32_t hosts = 2, uint32_t nics = 4,
+                                       uint32_t ctsw = 2) {
+  TopologyParams params;
+  params.racks_per_zone = racks;
+  params.hosts_per_rack = hosts;
+  params.nics_per_host = nics;
+  params.ctsw_per_zone = ctsw;
+  auto proto = GenerateTopology(params);
+  EXPECT_TRUE(proto.ok()) << proto.status();
+  auto topo = Topology::Build(*proto);
+  EXPECT_TRUE(topo.ok()) << topo.status();
+  return *topo;
+}
+
+v1::Scenario ScenarioFrom(const std::string& yaml) {
+  v1::Scenario scenario;
+  auto status = LoadYamlConfig(yaml, "test.yaml", &scenario);
+  EXPECT_TRUE(status.ok()) << status;
+  return scenario;
+}
+
+std::unique_ptr<FabricModel> Model(const std::string& yaml,
+                                   std::shared_ptr<const Topology> topo = Fabric()) {
+  auto model = FabricModel::Create(std::move(topo), ScenarioFrom(yaml));
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? std::move(*model) : nullptr;
+}
+
+constexpr char kSpreadJob[] = R"(
+jobs: [{id: "1", num_hosts: 8, placement: spread, qps_per_connection: 4}]
+)";
+
+TEST(BusBwFactor, FollowsNccl) {
+  EXPECT_DOUBLE_EQ(BusBwFactor(v1::COLLECTIVE_ALL_REDUCE, 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(BusBwFactor(v1::COLLECTIVE_ALL_GATHER, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(BusBwFactor(v1::COLLECTIVE_REDUCE_SCATTER, 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(BusBwFactor(v1::COLLECTIVE_ALL_TO_ALL, 8), 1.0);
+}
+
+TEST(FabricModel, FlowConservationAtEverySwitch) {
+  auto model = Model(kSpreadJob);
+  for (int i = 0; i < 4; ++i) model->Step(0.5, nullptr);
+  std::map<std::string, double> in, out;
+  double nic_tx = 0, nic_rx = 0;
+  for (const PortState& port : model->ports()) {
+    if (port.sw >= 0) {
+      in[port.device] += port.c.rx_bytes;
+      out[port.device] += port.c.tx_bytes;
+    } else {
+      nic_tx += port.c.tx_bytes;
+      nic_rx += port.c.rx_bytes;
+    }
+  }
+  EXPECT_GT(nic_tx, 1e9);
+  EXPECT_NEAR(nic_tx, nic_rx, nic_tx * 1e-9);
+  for (const auto& [sw, bytes] : in) EXPECT_NEAR(bytes, out[sw], bytes * 1e-9 + 1) << sw;
+}
+
+TEST(FabricModel, EcmpSpreadsQpsOverEveryUplink) {
+  // 16 QPs per connection from one rack to another: the RTSW's 8 uplinks
+  // (2 CTSWs x 4 parallel links) all carry some, none carries most.
+  auto model = Model(R"(jobs: [{id: "1", hosts: [z1-r01-h1, z1-r02-h1], qps_per_connection: 16}])");
+  model->Step(0.5, nullptr);
+  std::vector<double> uplink_tx;
+  for (const PortState& port : model->ports()) {
+    if (port.device != "z1-rtsw01") continue;
+    const std::string peer = model->topology().PeerOf(port.link, "z1-rtsw01/" + port.name);
+    if (peer.starts_with("z1-ctsw")) uplink_tx.push_back(port.c.tx_bytes);
+  }
+  ASSERT_EQ(uplink_tx.size(), 8u);  // 2 CTSWs x 4 parallel links
+  double total = 0;
+  for (double b : uplink_tx) {
+    EXPECT_GT(b, 0);
+    total += b;
+  }
+  for (double b : uplink_tx) EXPECT_LT(b / total, 0.5);
+}
+
+TEST(FabricModel, HashIsDeterministicAndSportSensitive) {
+  auto model = Model(kSpreadJob);
+  const int src = model->PortIndex("z1-r01-h1/mlx5_0");
+  const int dst = model->PortIndex("z1-r03-h1/mlx5_0");
+  EXPECT_EQ(model->Route(src, dst, 0xC001), model->Route(src, dst, 0xC001));
+  std::set<std::vector<int>> paths;
+  for (uint16_t sport = 0xC000; sport < 0xC040; ++sport) paths.insert(model->Route(src, dst, sport));
+  EXPECT_GT(paths.size(), 2u);
+  for (const auto& path : paths) EXPECT_EQ(path.size(), 4u);  // NIC-RTSW-CTSW-RTSW-NIC
+}
+
+double TotalPfc(const FabricModel& model, bool tx) {
+  double total = 0;
+  for (const PortState& port : model.ports()) total += tx ? port.c.pfc_tx_frames : port.c.pfc_rx_frames;
+  return total;
+}
+
+TEST(FabricModel, NoPfcWhileEcnWorksEvenWithCongestion) {
+  auto model = Model(R"(jobs: [{id: "1", num_hosts: 8, placement: spread}])");
+  double max_util = 0;
+  for (int i = 0; i < 6; ++i) {
+    model->Step(0.5, nullptr);
+    for (size_t ch = 0; ch < model->channel_count(); ++ch)
+      max_util = std::max(max_util, model->ChannelUtilization(static_cast<int>(ch)));
+  }
+  double marked = 0;
+  for (const PortState& port : model->ports()) marked += port.c.ecn_marked_packets;
+  EXPECT_EQ(TotalPfc(*model, true), 0);
+  EXPECT_GT(marked, 0) << "hash collisions congest some uplinks; DCQCN marks them";
+}
+
+TEST(FabricModel, PfcOnlyWhereEcnIsMisconfigured) {
+  // Same traffic, but no queue of either CTSW marks: their congested queues
+  // pass XOFF and pause the RTSW uplinks feeding them, and on upstream.
+  auto model = Model(R"(
+jobs: [{id: "1", num_hosts: 8, placement: spread}]
+faults:
+  - {kind: ecn_misconfig, target: z1-ctsw01, at_s: 0}
+  - {kind: ecn_misconfig, target: z1-ctsw02, at_s: 0}
+)");
+  for (int i = 0; i < 6; ++i) model->Step(0.5, nullptr);
+  ASSERT_GT(TotalPfc(*model, true), 0);
+  double from_ctsw = 0;
+  for (const PortState& port : model->ports()) {
+    // Pauses come from switches only, starting at the CTSWs and climbing
+    // hop by hop towards the senders; no NIC sends any.
+    if (port.host >= 0) EXPECT_EQ(port.c.pfc_tx_frames, 0) << port.device << "/" << port.name;
+    if (port.device.find("ctsw") != std::string::npos) from_ctsw += port.c.pfc_tx_frames;
+  }
+  EXPECT_GT(from_ctsw, 0);
+}
+
+TEST(FabricModel, PfcStormStartsAtTheNicAndSpreadsUpstream) {
+  auto model = Model(R"(
+jobs: [{id: "1", num_hosts: 8, placement: spread}]
+faults: [{kind: pfc_storm, target: z1-r02-h1/mlx5_1, at_s: 1, pause_fraction: 0.9}]
+)");
+  model->Step(0.5, nullptr);
+  model->Step(0.5, nullptr);
+  EXPECT_EQ(TotalPfc(*model, true), 0) << "nothing before the fault";
+  const double before = model->jobs()[0].busbw_gbs;
+  for (int i = 0; i < 4; ++i) model->Step(0.5, nullptr);
+  const PortState& nic = model->ports()[model->PortIndex("z1-r02-h1/mlx5_1")];
+  EXPECT_GT(nic.c.pfc_tx_frames, 0);
+  EXPECT_GT(nic.c.pause_storm_warnings, 0);
+  // Its RTSW port receives the pauses; no other NIC sends any.
+  for (const PortState& port : model->ports()) {
+    if (port.host >= 0 && &port != &nic) EXPECT_EQ(port.c.pfc_tx_frames, 0) << port.device << "/" << port.name;
+  }
+  const int link = nic.link;
+  const auto& peer = model->topology().PeerOf(link, "z1-r02-h1/mlx5_1");
+  EXPECT_GT(model->ports()[model->PortIndex(peer)].c.pfc_rx_frames, 0);
+  EXPECT_GT(model->ports()[model->PortIndex(peer)].c.pfcwd_detected, 0);
+  EXPECT_LT(model->jobs()[0].busbw_gbs, before * 0.8);
+}
+
+TEST(FabricModel, NicDownStallsTheJobAndCountsTheFlap) {
+  auto model = Model(R"(
+jobs: [{id: "1", num_hosts: 4}]
+faults: [{kind: nic_down, target: z1-r01-h1/mlx5_2, at_s: 1, duration_s: 1}]
+)");
+  std::vector<CollectiveRecord> records;
+  model->Step(0.5, &records);
+  model->Step(0.5, &records);
+  EXPECT_FALSE(model->jobs()[0].stalled);
+  model->Step(0.5, &records);
+  EXPECT_TRUE(model->jobs()[0].stalled);
+  records.clear();
+  model->Step(0.5, &records);
+  EXPECT_TRUE(records.empty()) << "a hung collective completes nothing";
+  EXPECT_EQ(model->ports()[model->PortIndex("z1-r01-h1/mlx5_2")].c.link_downed, 1);
+  for (int i = 0; i < 2; ++i) model->Step(0.5, &records);
+  EXPECT_FALSE(model->jobs()[0].stalled) << "recovers after the fault";
+}
+
+TEST(FabricModel, LossyLinkShowsAtReceiversAndTheLinksReceivers) {
+  auto model = Model(R"(
+jobs: [{id: "1", num_hosts: 8, placement: spread, qps_per_connection: 4}]
+faults: [{kind: lossy_link, target: z1-r02-h1/mlx5_0, at_s: 0, drop_rate: 0.001}]
+)");
+  for (int i = 0; i < 4; ++i) model->Step(0.5, nullptr);
+  const PortState& nic = model->ports()[model->PortIndex("z1-r02-h1/mlx5_0")];
+  const std::string peer = model->topology().PeerOf(nic.link, "z1-r02-h1/mlx5_0");
+  EXPECT_GT(model->ports()[model->PortIndex(peer)].c.rx_fcs_errors, 0);
+  EXPECT_GT(nic.c.symbol_errors, 0);
+  double fcs_elsewhere = 0, ooo = 0;
+  for (const PortState& port : model->ports()) {
+    if (port.device + "/" + port.name != peer) fcs_elsewhere += port.c.rx_fcs_errors;
+    ooo += port.c.out_of_sequence;
+  }
+  EXPECT_EQ(fcs_elsewhere, 0);
+  EXPECT_GT(ooo, 0);
+  EXPECT_GT(nic.c.retransmits + nic.c.packet_seq_errors, 0) << "the sender behind the link retransmits";
+}
+
+TEST(FabricModel, StragglerIsFastestInItsOwnRecords) {
+  auto model = Model(R"(
+jobs: [{id: "1", num_hosts: 2, compute_ms: 50}]
+faults: [{kind: straggler, target: z1-r01-h2/gpu2, at_s: 0, slowdown: 1.0}]
+)");
+  std::vector<CollectiveRecord> records;
+  for (int i = 0; i < 4; ++i) model->Step(0.5, &records);
+  ASSERT_FALSE(records.empty());
+  // The straggler arrives late; everyone else waits for it inside the kernel.
+  double straggler = 0, others = 0;
+  for (const auto& rec : records) {
+    if (rec.host == 1 && rec.gpu == 2) straggler = rec.exec_time_us;
+    else others = rec.exec_time_us;
+  }
+  EXPECT_GT(straggler, 0);
+  EXPECT_GT(others, straggler + 40000);
+}
+
+TEST(FabricModel, BusBwNearIdealWithoutContention) {
+  // Two hosts in one rack: no uplinks, no collisions.
+  auto model = Model(R"(jobs: [{id: "1", hosts: [z1-r01-h1, z1-r01-h2]}])");
+  model->Step(0.5, nullptr);
+  const JobStatus& job = model->jobs()[0];
+  EXPECT_NEAR(job.busbw_gbs, job.ideal_busbw_gbs, job.ideal_busbw_gbs * 0.01);
+  // AllReduce over 8 ranks of 400G NICs: busbw = r (n-1)/(H-1) ~ 50 GB/s * 7.
+  EXPECT_NEAR(job.ideal_busbw_gbs, 50.0 * 7 / 1, 50.0 * 7 * 0.05);
+}
+
+TEST(FabricModel, RejectsBadJobsAndFaults) {
+  auto topo = Fabric();
+  for (const char* yaml : {
+           R"(jobs: [{id: "1", hosts: [nope, z1-r01-h1]}])",
+           R"(jobs: [{id: "1", num_hosts: 99}])",
+           R"(jobs: [{num_hosts: 2}])",
+           R"(jobs: [{id: "1", num_hosts: 2, placement: random}])",
+           R"(jobs: [{id: "1", num_hosts: 2}, {id: "2", hosts: [z1-r01-h1, z1-r02-h1]}])",
+           R"(jobs: [{id: "1", num_hosts: 2}]
+faults: [{kind: pfc_storm, target: z1-rtsw01/Ethernet0}])",
+           R"(jobs: [{id: "1", num_hosts: 2}]
+faults: [{kind: straggler, target: z1-r01-h1/mlx5_0}])",
+           R"(jobs: [{id: "1", num_hosts: 2}]
+faults: [{kind: lossy_link, target: z1-r01-h1/mlx5_0, drop_rate: 1.5}])",
+           R"(jobs: [{id: "1", num_hosts: 2}]
+faults: [{kind: ecn_misconfig, target: z1-r01-h1}])"}) {
+    EXPECT_FALSE(FabricModel::Create(topo, ScenarioFrom(yaml)).ok()) << yaml;
+  }
+}
+
+}  // namespace
+}  // namespace rocefab::lab

@@ -1,0 +1,111 @@
+// Tier 6: the lab end to end. rocefab-lab runs a small fabric for 30 s with
+// the real collector, host agents and switch agents; a NIC starts a PFC
+// storm at 8 s. The collector must have heard from every agent, and the
+// pause counters it stored must have moved exactly on the ports where the
+// model (run again here, deterministically) says the storm went: the storming
+// NIC and the switch ports its pauses spread to, and nowhere before 8 s.
+#include <sqlite3.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+#include "common/config_loader.h"
+#include "common/topology.h"
+#include "lab/fabric_model.h"
+#include "lab/runner.h"
+#include "lab/topology_gen.h"
+#include "tests/support/test_support.h"
+
+namespace rocefab {
+namespace {
+
+const std::string kScenario = testing::FixturesDir() + "/lab/storm_small.yaml";
+
+// entity|counter -> increase over the run, from the collector's samples.
+std::map<std::string, int64_t> Increases(sqlite3* db, const std::string& where) {
+  std::map<std::string, int64_t> out;
+  const std::string sql =
+      "SELECT entity, counter, max(value) - min(value) FROM samples JOIN series ON "
+      "series.id = samples.series_id WHERE counter IN ('pfc_tx_pause_frames', "
+      "'pfc_rx_pause_frames') " + where + " GROUP BY series.id";
+  sqlite3_stmt* stmt = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+    const std::string entity = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    const std::string counter = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1));
+    out[entity + "|" + counter] += sqlite3_column_int64(stmt, 2);
+  }
+  sqlite3_finalize(stmt);
+  return out;
+}
+
+TEST(Lab, StormRunReachesTheCollectorExactlyWhereTheModelPutIt) {
+  testing::TempDir dir;
+  const std::string run_dir = dir / "run";
+  std::string out, err;
+  const int code = testing::RunCommand({testing::BinDir() + "/rocefab-lab", "run", kScenario,
+                                        "--run-dir", run_dir, "--timeline-every", "10"},
+                                       &out, &err);
+  ASSERT_EQ(code, 0) << out << err;
+  EXPECT_NE(out.find("FAULT  pfc_storm on z1-r02-h1/mlx5_1 starts"), std::string::npos) << out;
+  EXPECT_NE(out.find("stopped all daemons cleanly"), std::string::npos) << out;
+
+  // The same scenario, model only: the exact set of ports that paused.
+  auto scenario = lab::LoadScenario(kScenario);
+  ASSERT_TRUE(scenario.ok());
+  lab::TopologyParams params;
+  params.racks_per_zone = 4;
+  params.hosts_per_rack = 2;
+  params.nics_per_host = 4;
+  params.ctsw_per_zone = 2;
+  auto topology = Topology::Build(*lab::GenerateTopology(params));
+  ASSERT_TRUE(topology.ok());
+  auto model = lab::FabricModel::Create(*topology, *scenario);
+  ASSERT_TRUE(model.ok());
+  while ((*model)->now_s() < scenario->duration_s()) (*model)->Step(scenario->tick_s(), nullptr);
+  std::set<std::string> expected;
+  for (const auto& port : (*model)->ports()) {
+    const std::string entity = port.device + "/" + port.name;
+    if (port.c.pfc_tx_frames >= 1) expected.insert(entity + "|pfc_tx_pause_frames");
+    if (port.c.pfc_rx_frames >= 1) expected.insert(entity + "|pfc_rx_pause_frames");
+  }
+  ASSERT_TRUE(expected.count("z1-r02-h1/mlx5_1|pfc_tx_pause_frames"));
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((run_dir + "/collector.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
+            SQLITE_OK);
+  // Every agent reported.
+  std::set<std::string> agents;
+  {
+    sqlite3_stmt* stmt = nullptr;
+    sqlite3_prepare_v2(db, "SELECT agent_id, batches FROM agents", -1, &stmt, nullptr);
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+      agents.insert(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)));
+      EXPECT_GE(sqlite3_column_int64(stmt, 1), 20);
+    }
+    sqlite3_finalize(stmt);
+  }
+  for (const auto& host : (*topology)->proto().hosts()) EXPECT_TRUE(agents.count(host.name())) << host.name();
+  for (const auto& sw : (*topology)->proto().switches()) EXPECT_TRUE(agents.count(sw.name())) << sw.name();
+
+  // Nothing paused before the storm.
+  auto truth = nlohmann::json::parse(testing::ReadFile(run_dir + "/truth.json"));
+  const int64_t storm_start = truth["faults"][0]["start_unix_us"];
+  EXPECT_EQ(truth["faults"][0]["target"], "z1-r02-h1/mlx5_1");
+  for (const auto& [key, increase] :
+       Increases(db, "AND ts_us < " + std::to_string(storm_start - 500'000)))
+    EXPECT_EQ(increase, 0) << key << " moved before the storm";
+
+  // After: exactly the model's set moved.
+  std::set<std::string> moved;
+  for (const auto& [key, increase] : Increases(db, ""))
+    if (increase > 0) moved.insert(key);
+  sqlite3_close(db);
+  EXPECT_EQ(moved, expected);
+  EXPECT_GE(moved.size(), 3u) << "the storm spread beyond the NIC and its switch port";
+}
+
+}  // namespace
+}  // namespace rocefab
