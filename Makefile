@@ -21,7 +21,9 @@ configure: deps
 	  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 
 build: configure
-	@cmake --build $(BUILD_DIR) -j $(JOBS)
+	@echo "building into $(BUILD_DIR)/ (log: $(BUILD_DIR)/build.log)"
+	@cmake --build $(BUILD_DIR) -j $(JOBS) > $(BUILD_DIR)/build.log 2>&1 || \
+	  { grep -E -B2 -A12 "error|Error" $(BUILD_DIR)/build.log | head -150; echo "build failed; full log: $(BUILD_DIR)/build.log"; exit 1; }
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)

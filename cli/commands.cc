@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "common/strings.h"
@@ -86,7 +87,9 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
     table.AddRow({agent.agent_id(), AgentKindName(agent.kind()), agent.connected() ? "yes" : "no",
                   Ago(response.now_us(), agent.last_seen_us()), StrCat(agent.batches()),
                   StrCat(agent.samples()), StrCat(agent.health().skipped_values()),
-                  StrCat(agent.health().parse_errors() + agent.health().source_errors())});
+                  StrCat(agent.health().parse_errors() + agent.health().source_errors()),
+                  StrCat(agent.delivery().stream_failures()),
+                  StrCat(agent.delivery().dropped_overflow())});
   }
   if (table.rows() == 0) {
     out << "no agents have reported to " << global.collector << " yet\n";
@@ -135,6 +138,16 @@ int RunCounters(const GlobalOptions& global, const CountersOptions& options, std
   v1::GetCountersResponse response;
   grpc::Status status = (*stub)->GetCounters(&context, request, &response);
   if (!status.ok()) return RpcFailed(global, status, err);
+  if (options.top > 0) {
+    // The loudest series first; series without a rate sort last.
+    auto* rows = response.mutable_rows();
+    std::stable_sort(rows->begin(), rows->end(), [](const v1::CounterRow& a, const v1::CounterRow& b) {
+      const double ra = a.has_rate() ? a.rate_per_second() : -1;
+      const double rb = b.has_rate() ? b.rate_per_second() : -1;
+      return ra > rb;
+    });
+    while (rows->size() > options.top) rows->RemoveLast();
+  }
 
   if (global.output == "json") {
     nlohmann::json rows = nlohmann::json::array();

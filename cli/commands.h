@@ -21,6 +21,7 @@ struct GlobalOptions {
 struct CountersOptions {
   std::string host, device, counter, scope;
   std::string since = "1m";
+  int top = 0;  // > 0: only the N series with the highest rate, highest first
 };
 
 int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err);

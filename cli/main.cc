@@ -36,6 +36,9 @@ int main(int argc, char** argv) {
   counters->add_option("--scope", counters_options.scope, "nic, port, queue or coll");
   counters->add_option("--since", counters_options.since, "rate window, e.g. 30s, 5m")
       ->capture_default_str();
+  counters->add_option("--top", counters_options.top,
+                       "only the N series with the highest rate, highest first")
+      ->check(CLI::PositiveNumber);
 
   try {
     app.parse(argc, argv);

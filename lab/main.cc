@@ -65,6 +65,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run_cmd->add_option("--timeline-every", run.timeline_every_s, "seconds between timeline lines")
       ->capture_default_str();
+  run_cmd->add_option("--show", run.show_commands,
+                      "a rocefab CLI command to run against the collector at the end, e.g. "
+                      "--show 'counters --counter pfc_tx_pause_frames --since 30s' (repeatable)");
+  run_cmd->add_option("--live-dir", run.live_dir,
+                      "where the polled files live during the run (default: a tmpfs under /dev/shm)");
 
   try {
     app.parse(argc, argv);

@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -45,7 +47,8 @@ class Daemons {
       : run_dir_(std::move(run_dir)), bin_dir_(std::move(bin_dir)) {}
   ~Daemons() { Stop(); }
 
-  absl::Status Start(const v1::Topology& topo, double poll_interval_s) {
+  // `live` holds hosts/ and switches/, the trees the agents read.
+  absl::Status Start(const v1::Topology& topo, double poll_interval_s, const std::string& live) {
     std::filesystem::create_directories(run_dir_ + "/logs");
     NotifySocket collector_ready(run_dir_ + "/logs/.notify-collector");
     if (!collector_ready.ok()) return absl::UnavailableError("cannot create a notify socket");
@@ -66,7 +69,7 @@ class Daemons {
     NotifySocket agents_ready(run_dir_ + "/logs/.notify-agents");
     size_t expected = 0;
     for (const auto& host : topo.hosts()) {
-      const std::string root = run_dir_ + "/hosts/" + host.name();
+      const std::string root = live + "/hosts/" + host.name();
       auto p = Subprocess::Spawn(
           {{bin_dir_ + "/rocefab-hostd", "--collector", grpc_, "--interval", interval,
             "--host-name", host.name(), "--sysfs-root", root + "/sys", "--proc-root",
@@ -81,7 +84,7 @@ class Daemons {
     for (const auto& sw : topo.switches()) {
       auto p = Subprocess::Spawn(
           {{bin_dir_ + "/rocefab-switchd", "--collector", grpc_, "--interval", interval,
-            "--backend", "file", "--state-dir", run_dir_ + "/switches", "--switch-name",
+            "--backend", "file", "--state-dir", live + "/switches", "--switch-name",
             sw.name()},
            {{"NOTIFY_SOCKET", agents_ready.path()}},
            run_dir_ + "/logs/switchd-" + sw.name() + ".out",
@@ -274,7 +277,39 @@ int Run(const RunOptions& options) {
     WriteTopologyYaml((*topology)->proto(), topo_out);
   }
 
-  OutputWriter writer(options.run_dir, **model);
+  // The live trees (hosts/, switches/) go on a tmpfs and are linked from the
+  // run directory; they are moved back when the run ends.
+  std::string live = options.live_dir;
+  if (live.empty() && ::access("/dev/shm", W_OK) == 0)
+    live = StrCat("/dev/shm/rocefab-lab-", getpid());
+  if (live.empty()) live = options.run_dir;
+  const bool separate_live = live != options.run_dir;
+  if (separate_live) {
+    fs::remove_all(live, ec);
+    fs::create_directories(live + "/hosts", ec);
+    fs::create_directories(live + "/switches", ec);
+    fs::create_directory_symlink(live + "/hosts", options.run_dir + "/hosts", ec);
+    fs::create_directory_symlink(live + "/switches", options.run_dir + "/switches", ec);
+    if (ec) return fail(absl::UnavailableError(StrCat("cannot prepare ", live, ": ", ec.message())));
+  }
+  auto settle = [&] {
+    if (!separate_live) return;
+    // Replace the links by the trees themselves.
+    for (const char* tree : {"hosts", "switches"}) {
+      const std::string link = options.run_dir + "/" + tree;
+      std::error_code e;
+      fs::remove(link, e);
+      fs::copy(live + "/" + tree, link, fs::copy_options::recursive, e);
+    }
+    std::error_code e;
+    fs::remove_all(live, e);
+  };
+  struct Settle {
+    std::function<void()> f;
+    ~Settle() { f(); }
+  } settle_at_exit{settle};
+
+  OutputWriter writer(live, **model);
   if (auto s = writer.Init(); !s.ok()) return fail(s);
   const Clock& clock = SystemClock::Instance();
   const int64_t start_us = clock.NowUs();
@@ -291,7 +326,7 @@ int Run(const RunOptions& options) {
               scenario->jobs().size(), scenario->faults().size());
   Daemons daemons(options.run_dir, options.bin_dir);
   if (options.daemons) {
-    if (auto s = daemons.Start(topo, scenario->poll_interval_s()); !s.ok()) return fail(s);
+    if (auto s = daemons.Start(topo, scenario->poll_interval_s(), live); !s.ok()) return fail(s);
     std::printf("rocefab-lab: started rocefab-collectord (gRPC %s, metrics http://%s/metrics), "
                 "%d rocefab-hostd, %d rocefab-switchd\n",
                 daemons.grpc().c_str(), daemons.metrics().c_str(), topo.hosts_size(),
@@ -308,10 +343,35 @@ int Run(const RunOptions& options) {
   std::vector<bool> announced(model.value()->faults().size(), false), ended(announced.size(), false);
   std::vector<CollectiveRecord> records;
   int64_t next_tick_mono = clock.MonotonicUs();
-  bool kept_announced = false;
+  bool kept_announced = false, shown = false;
+  auto show = [&] {
+    if (!options.daemons) return;
+    // What an operator would type at this point, against the live collector.
+    for (const std::string& command : options.show_commands) {
+      std::vector<std::string> argv = {options.bin_dir + "/rocefab", "--collector", daemons.grpc()};
+      std::istringstream words(command);
+      for (std::string word; words >> word;) argv.push_back(word);
+      std::printf("\n$ rocefab %s\n", command.c_str());
+      std::fflush(stdout);
+      const std::string out_path = options.run_dir + "/logs/show.out";
+      auto cli = Subprocess::Spawn({argv, {}, out_path, out_path});
+      if (cli.ok()) {
+        (*cli)->Wait();
+        std::ifstream in(out_path);
+        std::cout << in.rdbuf();
+        std::fflush(stdout);
+        std::filesystem::remove(out_path);
+      }
+    }
+  };
+
   while (!g_interrupted) {
     FabricModel& m = **model;
     if (m.now_s() >= scenario->duration_s()) {
+      if (!shown) {
+        shown = true;
+        show();
+      }
       if (!options.keep) break;
       if (!kept_announced && options.daemons) {
         kept_announced = true;

@@ -9,6 +9,7 @@
 // <run-dir>/truth.json; no daemon is given that path.
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "rocefab/v1/lab.pb.h"
@@ -24,6 +25,14 @@ struct RunOptions {
   bool keep = false;          // keep running after the duration until interrupted
   bool realtime = true;       // pace ticks to the wall clock
   double timeline_every_s = 5;
+  // Where the files the daemons poll live while the run goes on: a tmpfs
+  // (like the real sysfs) keeps thousands of small rewrites per tick cheap.
+  // Empty: /dev/shm when writable, else the run directory. At the end the
+  // trees are moved into the run directory.
+  std::string live_dir;
+  // rocefab CLI commands (arguments after `rocefab --collector ADDR`) to run
+  // and print when the scenario ends, before the daemons stop.
+  std::vector<std::string> show_commands;
 };
 
 // Loads and checks a scenario; fills defaults.

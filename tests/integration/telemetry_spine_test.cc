@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <iostream>
+#include <sstream>
 
 #include "tests/support/test_support.h"
 
@@ -164,7 +165,29 @@ TEST_F(TelemetrySpine, TwoHostAgentsReportAndTheCliShowsThem) {
 
   ASSERT_EQ(Cli({"agents"}, &out, &err), 0);
   EXPECT_NE(out.find("AGENT"), std::string::npos);
+  EXPECT_NE(out.find("RECONNECTS"), std::string::npos);
   EXPECT_NE(out.find("z1-r01-h2"), std::string::npos);
+  {
+    // Every row has a cell under every header (LAST SEEN is two words).
+    std::istringstream lines(out);
+    std::string line;
+    std::getline(lines, line);
+    while (std::getline(lines, line)) {
+      std::istringstream words(line);
+      int cells = 0;
+      for (std::string w; words >> w;) ++cells;
+      EXPECT_EQ(cells, 11) << line;
+    }
+  }
+  // --top keeps the fastest-moving series: the NIC that just received 1 MB.
+  ASSERT_EQ(Cli({"counters", "--host", "z1-r01-h1", "--since", "1h", "--top", "1", "-o", "json"},
+                &out, &err),
+            0)
+      << err;
+  auto top = nlohmann::json::parse(out)["counters"];
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0]["entity"], "z1-r01-h1/mlx5_0");
+  EXPECT_EQ(top[0]["counter"], "rx_bytes");
   ASSERT_EQ(Cli({"counters", "--host", "z1-r01-h1", "--counter", "pfc_rx_pause_frames"}, &out, &err),
             0);
   EXPECT_NE(out.find("pfc_rx_pause_frames"), std::string::npos);
