@@ -169,6 +169,9 @@ absl::Status FabricModel::PlaceJobs(const v1::Scenario& scenario) {
       job.spec.set_collective(v1::COLLECTIVE_ALL_REDUCE);
     if (job.spec.message_bytes() == 0) job.spec.set_message_bytes(256ULL << 20);
     if (job.spec.qps_per_connection() == 0) job.spec.set_qps_per_connection(1);
+    if (job.spec.qps_per_connection() > 256)
+      return absl::InvalidArgumentError(
+          StrCat("job ", spec.id(), ": qps_per_connection above 256 is not modelled"));
     if (job.spec.compute_ms() <= 0) job.spec.set_compute_ms(20);
     if (!spec.hosts().empty()) {
       for (const std::string& name : spec.hosts()) {
