@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
 
   lab::RunOptions run;
   run.bin_dir = SelfDir();
-  bool no_daemons = false, fast = false;
+  bool no_daemons = false, fast = false, no_files = false;
   auto* run_cmd = app.add_subcommand("run", "run a scenario: model, daemons, faults, timeline");
   run_cmd->add_option("scenario", run.scenario_path, "scenario YAML (see lab/scenarios/)")
       ->required()
@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--duration", run.duration_s, "seconds to run (default: the scenario's)");
   run_cmd->add_flag("--no-daemons", no_daemons, "model only: write files, start no daemons");
   run_cmd->add_flag("--fast", fast, "with --no-daemons: do not pace ticks to the wall clock");
+  run_cmd->add_flag("--no-files", no_files,
+                    "with --no-daemons: model only, write no host or switch files (scale runs)");
   run_cmd->add_flag("--keep", run.keep, "keep running after the scenario ends, until interrupted");
   run_cmd->add_option("--bin-dir", run.bin_dir, "where the rocefab daemons are")
       ->capture_default_str();
@@ -112,5 +114,6 @@ int main(int argc, char** argv) {
   }
   run.daemons = !no_daemons;
   run.realtime = !(no_daemons && fast);
+  run.write_files = !no_files;
   return lab::Run(run);
 }

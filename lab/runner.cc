@@ -251,6 +251,8 @@ int Run(const RunOptions& options) {
     std::cerr << "rocefab-lab: " << status.message() << "\n";
     return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   };
+  if (options.daemons && !options.write_files)
+    return fail(absl::InvalidArgumentError("--no-files needs --no-daemons: daemons read the files"));
   auto scenario = LoadScenario(options.scenario_path);
   if (!scenario.ok()) return fail(scenario.status());
   if (options.duration_s > 0) scenario->set_duration_s(options.duration_s);
@@ -310,10 +312,12 @@ int Run(const RunOptions& options) {
   } settle_at_exit{settle};
 
   OutputWriter writer(live, **model);
-  if (auto s = writer.Init(); !s.ok()) return fail(s);
   const Clock& clock = SystemClock::Instance();
   const int64_t start_us = clock.NowUs();
-  if (auto s = writer.WriteCounters(start_us); !s.ok()) return fail(s);
+  if (options.write_files) {
+    if (auto s = writer.Init(); !s.ok()) return fail(s);
+    if (auto s = writer.WriteCounters(start_us); !s.ok()) return fail(s);
+  }
 
   struct sigaction action {};
   action.sa_handler = OnSignal;
@@ -386,8 +390,10 @@ int Run(const RunOptions& options) {
     m.Step(tick, &records);
     const int64_t now_us = options.realtime ? clock.NowUs()
                                             : start_us + static_cast<int64_t>(m.now_s() * 1e6);
-    if (auto s = writer.WriteCounters(now_us); !s.ok()) return fail(s);
-    if (auto s = writer.WriteCollectives(records, now_us); !s.ok()) return fail(s);
+    if (options.write_files) {
+      if (auto s = writer.WriteCounters(now_us); !s.ok()) return fail(s);
+      if (auto s = writer.WriteCollectives(records, now_us); !s.ok()) return fail(s);
+    }
     for (size_t i = 0; i < m.faults().size(); ++i) {
       const ActiveFault& f = m.faults()[i];
       if (f.active && !announced[i]) {
@@ -436,8 +442,8 @@ int Run(const RunOptions& options) {
     std::printf("rocefab-lab: stopped all daemons%s\n",
                 killed ? StrCat(" (", killed, " needed SIGKILL)").c_str() : " cleanly");
   }
-  std::printf("rocefab-lab: run directory %s (truth.json, topology.yaml, collector.db, logs/)\n",
-              options.run_dir.c_str());
+  std::printf("rocefab-lab: %.0f s of fabric time in %.1f s; run directory %s\n", (*model)->now_s(),
+              static_cast<double>(clock.NowUs() - start_us) / 1e6, options.run_dir.c_str());
   return 0;
 }
 

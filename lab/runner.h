@@ -24,6 +24,7 @@ struct RunOptions {
   bool daemons = true;        // false: model only (--no-daemons)
   bool keep = false;          // keep running after the duration until interrupted
   bool realtime = true;       // pace ticks to the wall clock
+  bool write_files = true;    // false: pure model (--no-files), for scale runs
   double timeline_every_s = 5;
   // Where the files the daemons poll live while the run goes on: a tmpfs
   // (like the real sysfs) keeps thousands of small rewrites per tick cheap.
