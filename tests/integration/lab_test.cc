@@ -105,6 +105,28 @@ TEST(Lab, StormRunReachesTheCollectorExactlyWhereTheModelPutIt) {
   sqlite3_close(db);
   EXPECT_EQ(moved, expected);
   EXPECT_GE(moved.size(), 3u) << "the storm spread beyond the NIC and its switch port";
+
+  // The trees the agents polled are left in the run directory, and both
+  // agents' one-shot modes read them.
+  ASSERT_EQ(testing::RunCommand({testing::BinDir() + "/rocefab-switchd", "--once", "-o", "json",
+                                 "--state-dir", run_dir + "/switches", "--switch-name", "z1-rtsw02"},
+                                &out, &err),
+            0)
+      << err;
+  auto sw = nlohmann::json::parse(out);
+  EXPECT_EQ(sw["switch"], "z1-rtsw02");
+  EXPECT_EQ(sw["ports"].size(), (*topology)->PortsOf("z1-rtsw02").size());
+  ASSERT_EQ(testing::RunCommand({testing::BinDir() + "/rocefab-hostd", "--once", "-o", "json",
+                                 "--no-netlink", "--host-name", "z1-r02-h1", "--sysfs-root",
+                                 run_dir + "/hosts/z1-r02-h1/sys", "--ethtool-dir",
+                                 run_dir + "/hosts/z1-r02-h1/ethtool"},
+                                &out, &err),
+            0)
+      << err;
+  auto host = nlohmann::json::parse(out);
+  EXPECT_EQ(host["nics"].size(), 4u);
+  EXPECT_GT(host["nics"][1]["counters"]["pfc_tx_pause_frames"]["3"].get<int64_t>(), 0);
+  EXPECT_EQ(host["health"]["parse_errors"], 0);
 }
 
 }  // namespace
