@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <set>
 
 #include "common/config_loader.h"
@@ -51,6 +52,11 @@ TEST(Lab, StormRunReachesTheCollectorExactlyWhereTheModelPutIt) {
   ASSERT_EQ(code, 0) << out << err;
   EXPECT_NE(out.find("FAULT  pfc_storm on z1-r02-h1/mlx5_1 starts"), std::string::npos) << out;
   EXPECT_NE(out.find("stopped all daemons cleanly"), std::string::npos) << out;
+  // Nothing of the run is left running: no process mentions its directory.
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string cmdline = testing::ReadFile(entry.path().string() + "/cmdline");
+    EXPECT_EQ(cmdline.find(run_dir), std::string::npos) << "left running: " << entry.path();
+  }
 
   // The same scenario, model only: the exact set of ports that paused.
   auto scenario = lab::LoadScenario(kScenario);
