@@ -5,6 +5,7 @@
 // model (run again here, deterministically) says the storm went: the storming
 // NIC and the switch ports its pauses spread to, and nowhere before 8 s.
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -46,17 +47,23 @@ TEST(Lab, StormRunReachesTheCollectorExactlyWhereTheModelPutIt) {
   testing::TempDir dir;
   const std::string run_dir = dir / "run";
   std::string out, err;
+  // The polled trees go to a tmpfs by default; name the place, so the test
+  // can tell that nothing reading it is left behind.
+  const std::string live_dir = "/dev/shm/rocefab-lab-test-" + std::to_string(getpid());
   const int code = testing::RunCommand({testing::BinDir() + "/rocefab-lab", "run", kScenario,
-                                        "--run-dir", run_dir, "--timeline-every", "10"},
+                                        "--run-dir", run_dir, "--live-dir", live_dir,
+                                        "--timeline-every", "10"},
                                        &out, &err);
   ASSERT_EQ(code, 0) << out << err;
   EXPECT_NE(out.find("FAULT  pfc_storm on z1-r02-h1/mlx5_1 starts"), std::string::npos) << out;
   EXPECT_NE(out.find("stopped all daemons cleanly"), std::string::npos) << out;
-  // Nothing of the run is left running: no process mentions its directory.
+  // Nothing of the run is left running, and the live trees were moved.
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string cmdline = testing::ReadFile(entry.path().string() + "/cmdline");
     EXPECT_EQ(cmdline.find(run_dir), std::string::npos) << "left running: " << entry.path();
+    EXPECT_EQ(cmdline.find(live_dir), std::string::npos) << "left running: " << entry.path();
   }
+  EXPECT_FALSE(std::filesystem::exists(live_dir));
 
   // The same scenario, model only: the exact set of ports that paused.
   auto scenario = lab::LoadScenario(kScenario);
