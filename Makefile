@@ -23,7 +23,8 @@ configure: deps
 build: configure
 	@echo "building into $(BUILD_DIR)/ (log: $(BUILD_DIR)/build.log)"
 	@cmake --build $(BUILD_DIR) -j $(JOBS) > $(BUILD_DIR)/build.log 2>&1 || \
-	  { grep -E -B2 -A12 "error|Error" $(BUILD_DIR)/build.log | head -150; echo "build failed; full log: $(BUILD_DIR)/build.log"; exit 1; }
+	  { grep -E -A8 "error|is not defined|undefined reference" $(BUILD_DIR)/build.log | head -120; \
+	    tail -5 $(BUILD_DIR)/build.log; echo "build failed; full log: $(BUILD_DIR)/build.log"; exit 1; }
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)

@@ -1,0 +1,327 @@
+#include "controller/compiler.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/strings.h"
+
+namespace rocefab::controller {
+namespace {
+
+std::string Prefix24(const std::string& ip) {
+  const size_t last_dot = ip.rfind('.');
+  return last_dot == std::string::npos ? "" : StrCat(ip.substr(0, last_dot), ".0/24");
+}
+
+bool ValidIpv4(const std::string& ip) {
+  unsigned a, b, c, d;
+  char tail;
+  return std::sscanf(ip.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) == 4 && a < 256 &&
+         b < 256 && c < 256 && d < 256;
+}
+
+v1::RoutingScheme SchemeOfZone(const v1::Policy& policy, const std::string& zone) {
+  for (const auto& z : policy.zones())
+    if (z.zone() == zone) return z.scheme();
+  return policy.default_scheme();
+}
+
+// The topology's graph, as the compiler sees it: per switch, its links to
+// each neighbour and to hosts.
+struct Fabric {
+  struct Port {
+    std::string name;      // Ethernet32
+    std::string peer_dev;  // z1-ctsw01
+    int link = -1;
+    bool a_side = true;
+    bool drained = false;
+    bool to_host = false;
+    std::string host_ip;   // for host ports
+  };
+  std::map<std::string, std::vector<Port>> ports;  // switch -> ports
+  std::map<std::string, std::set<std::string>> prefixes;  // RTSW -> rack /24s
+};
+
+Fabric BuildFabric(const Topology& topology, const std::set<std::string>& drained) {
+  Fabric fabric;
+  const v1::Topology& p = topology.proto();
+  for (int l = 0; l < p.links_size(); ++l) {
+    const auto& link = p.links(l);
+    const bool link_drained = drained.count(link.a()) || drained.count(link.b());
+    for (int side = 0; side < 2; ++side) {
+      const std::string& mine = side == 0 ? link.a() : link.b();
+      const std::string& theirs = side == 0 ? link.b() : link.a();
+      std::string_view dev, port, peer_dev, peer_port;
+      SplitPortName(mine, &dev, &port);
+      SplitPortName(theirs, &peer_dev, &peer_port);
+      if (topology.FindSwitch(dev) == nullptr) continue;
+      Fabric::Port entry;
+      entry.name = std::string(port);
+      entry.peer_dev = std::string(peer_dev);
+      entry.link = l;
+      entry.a_side = side == 0;
+      entry.drained = link_drained;
+      if (const v1::TopoHost* host = topology.FindHost(peer_dev)) {
+        entry.to_host = true;
+        for (const auto& nic : host->nics())
+          if (nic.name() == peer_port) entry.host_ip = nic.ip();
+        fabric.prefixes[std::string(dev)].insert(Prefix24(entry.host_ip));
+      }
+      fabric.ports[std::string(dev)].push_back(entry);
+    }
+  }
+  return fabric;
+}
+
+v1::Nexthop HopOf(const Fabric::Port& port) {
+  v1::Nexthop hop;
+  hop.set_port(port.name);
+  hop.set_gateway(LinkAddress(port.link, !port.a_side));
+  return hop;
+}
+
+void AddGroup(v1::SwitchConfig* config, uint32_t id, const std::vector<const Fabric::Port*>& ports) {
+  auto* item = config->add_items();
+  item->set_key(StrCat("nhg/", id));
+  auto* group = item->mutable_nexthop_group();
+  group->set_id(id);
+  for (const auto* port : ports) *group->add_nexthops() = HopOf(*port);
+}
+
+void AddRoute(v1::SwitchConfig* config, const std::string& prefix, uint32_t group,
+              const std::string& port) {
+  auto* item = config->add_items();
+  item->set_key(StrCat("route/", prefix));
+  auto* route = item->mutable_route();
+  route->set_prefix(prefix);
+  route->set_nexthop_group(group);
+  route->set_port(port);
+}
+
+}  // namespace
+
+std::string LinkAddress(int link_index, bool a_side) {
+  const uint32_t base = (100u << 24) | (64u << 16);
+  const uint32_t addr = base + static_cast<uint32_t>(link_index) * 2 + (a_side ? 0 : 1);
+  return StrCat(addr >> 24, ".", (addr >> 16) & 255, ".", (addr >> 8) & 255, ".", addr & 255);
+}
+
+absl::StatusOr<v1::Policy> ValidatePolicy(v1::Policy policy) {
+  std::vector<std::string> problems;
+  if (policy.default_scheme() == v1::ROUTING_SCHEME_UNSPECIFIED)
+    policy.set_default_scheme(v1::ROUTING_SCHEME_ECMP);
+  if (policy.default_scheme() == v1::ROUTING_SCHEME_TE)
+    problems.push_back("routing scheme te needs the TE allocator, which is not available yet");
+  std::set<std::string> zones;
+  for (auto& zone : *policy.mutable_zones()) {
+    if (zone.zone().empty()) problems.push_back("a zones entry has no zone name");
+    if (!zones.insert(zone.zone()).second) problems.push_back(StrCat("zone ", zone.zone(), " listed twice"));
+    if (zone.scheme() == v1::ROUTING_SCHEME_UNSPECIFIED) zone.set_scheme(policy.default_scheme());
+    if (zone.scheme() == v1::ROUTING_SCHEME_TE)
+      problems.push_back(StrCat("zone ", zone.zone(), ": scheme te is not available yet"));
+    if (zone.scheme() == v1::ROUTING_SCHEME_EECMP && zone.qp_scaling() == 0) zone.set_qp_scaling(4);
+    if (zone.qp_scaling() > 256) problems.push_back(StrCat("zone ", zone.zone(), ": qp_scaling above 256"));
+  }
+  if (policy.min_uplink_capacity() == 0) policy.set_min_uplink_capacity(0.5);
+  if (!(policy.min_uplink_capacity() > 0 && policy.min_uplink_capacity() <= 1))
+    problems.push_back("min_uplink_capacity must be in (0, 1]");
+  v1::QosPolicy& qos = *policy.mutable_qos();
+  std::set<uint32_t> dscps;
+  for (const auto& map : qos.dscp_to_tc()) {
+    if (map.dscp() > 63) problems.push_back(StrCat("dscp ", map.dscp(), " is not 0-63"));
+    if (map.tc() > 7) problems.push_back(StrCat("dscp ", map.dscp(), ": tc ", map.tc(), " is not 0-7"));
+    if (!dscps.insert(map.dscp()).second) problems.push_back(StrCat("dscp ", map.dscp(), " is mapped twice"));
+  }
+  std::set<uint32_t> pfc(qos.pfc_priorities().begin(), qos.pfc_priorities().end());
+  for (uint32_t prio : pfc)
+    if (prio > 7) problems.push_back(StrCat("pfc priority ", prio, " is not 0-7"));
+  for (uint32_t tc : qos.lossless_tcs())
+    if (!pfc.count(tc))
+      problems.push_back(StrCat("lossless tc ", tc, " has no PFC: add it to pfc_priorities"));
+  std::set<uint32_t> ecn_tcs;
+  for (const auto& ecn : qos.ecn()) {
+    if (ecn.min_bytes() > ecn.max_bytes())
+      problems.push_back(StrCat("ecn tc ", ecn.tc(), ": min_bytes ", ecn.min_bytes(),
+                                " is above max_bytes ", ecn.max_bytes()));
+    if (!(ecn.probability() >= 0 && ecn.probability() <= 1))
+      problems.push_back(StrCat("ecn tc ", ecn.tc(), ": probability must be in [0, 1]"));
+    if (!ecn_tcs.insert(ecn.tc()).second) problems.push_back(StrCat("ecn tc ", ecn.tc(), " set twice"));
+  }
+  if (qos.strict_priority_tc() > 7) problems.push_back("strict_priority_tc is not 0-7");
+  if (pfc.count(qos.strict_priority_tc()) && qos.strict_priority_tc() != 0)
+    problems.push_back("the strict-priority class for CNPs must not be a PFC priority");
+  const auto& wd = qos.pfc_watchdog();
+  if (!wd.action().empty() && wd.action() != "drop" && wd.action() != "forward" && wd.action() != "alert")
+    problems.push_back(StrCat("pfc_watchdog action '", wd.action(), "' is not drop, forward or alert"));
+  for (const auto& buffer : qos.buffer_profiles())
+    if (buffer.xoff_bytes() + buffer.headroom_bytes() > buffer.pool_bytes() && buffer.pool_bytes() > 0)
+      problems.push_back("a buffer profile's xoff plus headroom exceed its pool");
+  if (!problems.empty()) {
+    std::string message = "invalid policy:";
+    for (const auto& p : problems) StrAppend(&message, "\n  ", p);
+    return absl::InvalidArgumentError(message);
+  }
+  return policy;
+}
+
+std::string ContentHash(const v1::SwitchConfig& config) {
+  std::string bytes;
+  for (const auto& item : config.items()) {
+    std::string encoded;
+    // Deterministic serialisation keeps the hash stable across runs.
+    google::protobuf::io::StringOutputStream stream(&encoded);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    item.SerializeToCodedStream(&coded);
+    coded.Trim();
+    StrAppend(&bytes, encoded.size(), ":", encoded);
+  }
+  StrAppend(&bytes, "scheme:", static_cast<int>(config.scheme()));
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
+  std::string hex;
+  char buf[3];
+  for (unsigned int i = 0; i < length; ++i) {
+    std::snprintf(buf, sizeof buf, "%02x", digest[i]);
+    hex += buf;
+  }
+  return hex;
+}
+
+std::map<std::string, double> RemainingUplinkShare(const Topology& topology,
+                                                   const std::set<std::string>& drained) {
+  std::map<std::string, double> share;
+  const Fabric fabric = BuildFabric(topology, drained);
+  for (const auto& sw : topology.proto().switches()) {
+    if (sw.role() != v1::SWITCH_ROLE_RTSW) continue;
+    double total = 0, left = 0;
+    for (const auto& port : fabric.ports.at(sw.name())) {
+      if (port.to_host) continue;
+      const double speed = topology.proto().links(port.link).speed_gbps();
+      total += speed;
+      if (!port.drained) left += speed;
+    }
+    share[sw.name()] = total > 0 ? left / total : 1.0;
+  }
+  return share;
+}
+
+absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& topology,
+                                                                const v1::Policy& policy,
+                                                                const std::set<std::string>& drained,
+                                                                uint64_t generation) {
+  for (const auto& host : topology.proto().hosts())
+    for (const auto& nic : host.nics())
+      if (!ValidIpv4(nic.ip()))
+        return absl::InvalidArgumentError(
+            StrCat("host ", host.name(), " nic ", nic.name(), ": ip '", nic.ip(), "' is not IPv4"));
+  const Fabric fabric = BuildFabric(topology, drained);
+  std::map<std::string, v1::SwitchConfig> configs;
+  // Which RTSW owns each rack prefix, and in which zone.
+  std::map<std::string, std::string> prefix_owner;
+  for (const auto& [rtsw, prefixes] : fabric.prefixes)
+    for (const auto& prefix : prefixes) prefix_owner[prefix] = rtsw;
+
+  for (const auto& sw : topology.proto().switches()) {
+    v1::SwitchConfig config;
+    config.set_switch_name(sw.name());
+    config.set_generation(generation);
+    const v1::RoutingScheme scheme =
+        SchemeOfZone(policy, sw.zone().empty() ? std::string() : sw.zone());
+    config.set_scheme(sw.zone().empty() ? policy.default_scheme() : scheme);
+    const auto it = fabric.ports.find(sw.name());
+    if (it == fabric.ports.end()) {
+      configs[sw.name()] = config;
+      continue;
+    }
+    const std::vector<Fabric::Port>& ports = it->second;
+    for (const auto& port : ports)
+      if (port.drained) config.add_drained_ports(port.name);
+
+    // Usable links to each neighbour switch.
+    std::map<std::string, std::vector<const Fabric::Port*>> to_neighbor;
+    for (const auto& port : ports)
+      if (!port.to_host && !port.drained) to_neighbor[port.peer_dev].push_back(&port);
+    auto role_of = [&](const std::string& dev) {
+      const v1::TopoSwitch* s = topology.FindSwitch(dev);
+      return s ? s->role() : v1::SWITCH_ROLE_UNSPECIFIED;
+    };
+    auto zone_of = [&](const std::string& dev) {
+      const v1::TopoSwitch* s = topology.FindSwitch(dev);
+      return s ? s->zone() : std::string();
+    };
+    uint32_t next_group = 1;
+    if (sw.role() == v1::SWITCH_ROLE_RTSW) {
+      for (const auto& port : ports)
+        if (port.to_host && !port.drained) AddRoute(&config, StrCat(port.host_ip, "/32"), 0, port.name);
+      std::vector<const Fabric::Port*> uplinks;
+      for (const auto& [peer, links] : to_neighbor)
+        if (role_of(peer) == v1::SWITCH_ROLE_CTSW) uplinks.insert(uplinks.end(), links.begin(), links.end());
+      if (config.scheme() == v1::ROUTING_SCHEME_PATH_PINNING) {
+        // Each remote rack prefix rides one uplink: destination slices.
+        for (size_t u = 0; u < uplinks.size(); ++u) AddGroup(&config, 100 + static_cast<uint32_t>(u), {uplinks[u]});
+        size_t slice = 0;
+        for (const auto& [prefix, owner] : prefix_owner) {
+          if (owner == sw.name() || uplinks.empty()) continue;
+          AddRoute(&config, prefix, 100 + static_cast<uint32_t>(slice++ % uplinks.size()), "");
+        }
+      } else if (!uplinks.empty()) {
+        AddGroup(&config, next_group, uplinks);
+        for (const auto& [prefix, owner] : prefix_owner)
+          if (owner != sw.name()) AddRoute(&config, prefix, next_group, "");
+      }
+    } else {
+      // CTSW: each rack of its zone through the parallel links to its RTSW;
+      // everything else up to the ATSWs. ATSW: each zone through its CTSWs.
+      std::map<std::string, std::vector<const Fabric::Port*>> toward;  // RTSW or zone -> links
+      std::vector<const Fabric::Port*> up;
+      for (const auto& [peer, links] : to_neighbor) {
+        const v1::SwitchRole role = role_of(peer);
+        if (sw.role() == v1::SWITCH_ROLE_CTSW && role == v1::SWITCH_ROLE_RTSW) toward[peer] = links;
+        else if (sw.role() == v1::SWITCH_ROLE_CTSW && role == v1::SWITCH_ROLE_ATSW)
+          up.insert(up.end(), links.begin(), links.end());
+        else if (sw.role() == v1::SWITCH_ROLE_ATSW && role == v1::SWITCH_ROLE_CTSW) {
+          auto& zone_links = toward["zone:" + zone_of(peer)];
+          zone_links.insert(zone_links.end(), links.begin(), links.end());
+        }
+      }
+      std::map<std::string, uint32_t> group_of;
+      for (const auto& [target, links] : toward) {
+        group_of[target] = next_group;
+        AddGroup(&config, next_group++, links);
+      }
+      uint32_t up_group = 0;
+      if (!up.empty()) {
+        up_group = next_group++;
+        AddGroup(&config, up_group, up);
+      }
+      for (const auto& [prefix, owner] : prefix_owner) {
+        std::string target = sw.role() == v1::SWITCH_ROLE_CTSW ? owner : "zone:" + zone_of(owner);
+        if (auto g = group_of.find(target); g != group_of.end()) AddRoute(&config, prefix, g->second, "");
+        else if (up_group != 0 && zone_of(owner) != sw.zone()) AddRoute(&config, prefix, up_group, "");
+      }
+    }
+    auto* hash = config.add_items();
+    hash->set_key("hash");
+    for (const char* field : {"src_ip", "dst_ip", "ip_proto", "src_port", "dst_port"})
+      hash->mutable_hash()->add_fields(field);
+    // E-ECMP: the RoCE destination QP adds entropy between the QPs of one
+    // connection, which share their addresses and ports.
+    if (config.scheme() == v1::ROUTING_SCHEME_EECMP) hash->mutable_hash()->add_fields("roce_dst_qp");
+    auto* qos = config.add_items();
+    qos->set_key("qos");
+    *qos->mutable_qos()->mutable_qos() = policy.qos();
+    for (const auto& buffer : policy.qos().buffer_profiles())
+      if (buffer.role() == sw.role()) *qos->mutable_qos()->mutable_buffer() = buffer;
+    config.set_content_hash(ContentHash(config));
+    configs[sw.name()] = std::move(config);
+  }
+  return configs;
+}
+
+}  // namespace rocefab::controller

@@ -1,0 +1,142 @@
+#include "controller/compiler.h"
+
+#include <gtest/gtest.h>
+
+#include "common/config_loader.h"
+#include "lab/topology_gen.h"
+
+namespace rocefab::controller {
+namespace {
+
+std::shared_ptr<const Topology> Fabric() {
+  lab::TopologyParams params;
+  params.racks_per_zone = 4;
+  params.hosts_per_rack = 2;
+  params.nics_per_host = 4;
+  params.ctsw_per_zone = 2;
+  return *Topology::Build(*lab::GenerateTopology(params));
+}
+
+v1::Policy PolicyFrom(const std::string& yaml) {
+  v1::Policy policy;
+  auto status = LoadYamlConfig(yaml, "policy.yaml", &policy);
+  EXPECT_TRUE(status.ok()) << status;
+  return policy;
+}
+
+constexpr char kPolicy[] = R"(
+default_scheme: ecmp
+qos:
+  dscp_to_tc: [{dscp: 26, tc: 3}, {dscp: 48, tc: 6}]
+  lossless_tcs: [3]
+  pfc_priorities: [3]
+  ecn: [{tc: 3, min_bytes: 150000, max_bytes: 1500000, probability: 0.1}]
+  strict_priority_tc: 6
+  pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}
+  buffer_profiles:
+    - {role: rtsw, pool_bytes: 32000000, xoff_bytes: 3000000, headroom_bytes: 1000000}
+    - {role: ctsw, pool_bytes: 128000000, xoff_bytes: 6000000, headroom_bytes: 2000000}
+)";
+
+const v1::ConfigItem* Item(const v1::SwitchConfig& config, const std::string& key) {
+  for (const auto& item : config.items())
+    if (item.key() == key) return &item;
+  return nullptr;
+}
+
+TEST(Compile, EcmpRoutesRemoteRacksOverEveryUplink) {
+  auto policy = ValidatePolicy(PolicyFrom(kPolicy));
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  auto configs = Compile(*Fabric(), *policy, {}, 7);
+  ASSERT_TRUE(configs.ok()) << configs.status();
+  const v1::SwitchConfig& rtsw = configs->at("z1-rtsw01");
+  EXPECT_EQ(rtsw.generation(), 7u);
+  EXPECT_EQ(rtsw.content_hash().size(), 64u);
+  // Own hosts directly; the other 3 racks through one group of 8 uplinks.
+  ASSERT_NE(Item(rtsw, "route/10.1.1.1/32"), nullptr);
+  EXPECT_EQ(Item(rtsw, "route/10.1.1.1/32")->route().port(), "Ethernet0");
+  const v1::ConfigItem* group = Item(rtsw, "nhg/1");
+  ASSERT_NE(group, nullptr);
+  EXPECT_EQ(group->nexthop_group().nexthops_size(), 8);
+  EXPECT_EQ(Item(rtsw, "route/10.1.2.0/24")->route().nexthop_group(), 1u);
+  EXPECT_EQ(Item(rtsw, "route/10.1.1.0/24"), nullptr);
+  EXPECT_EQ(Item(rtsw, "hash")->hash().fields_size(), 5);
+  EXPECT_EQ(Item(rtsw, "qos")->qos().buffer().pool_bytes(), 32000000u);
+  // A CTSW reaches each rack through its parallel links to that RTSW.
+  const v1::SwitchConfig& ctsw = configs->at("z1-ctsw01");
+  const uint32_t g = Item(ctsw, "route/10.1.3.0/24")->route().nexthop_group();
+  EXPECT_EQ(Item(ctsw, "nhg/" + std::to_string(g))->nexthop_group().nexthops_size(), 4);
+  // Same inputs, same bytes.
+  auto again = Compile(*Fabric(), *policy, {}, 7);
+  EXPECT_EQ(again->at("z1-rtsw01").content_hash(), rtsw.content_hash());
+}
+
+TEST(Compile, EecmpAddsQpEntropyAndPinningPinsSlices) {
+  auto eecmp = Compile(*Fabric(), *ValidatePolicy(PolicyFrom("default_scheme: eecmp")), {}, 1);
+  const auto& fields = Item(eecmp->at("z1-rtsw01"), "hash")->hash().fields();
+  EXPECT_EQ(fields[fields.size() - 1], "roce_dst_qp");
+  auto pinned = Compile(*Fabric(), *ValidatePolicy(PolicyFrom("default_scheme: path_pinning")), {}, 1);
+  const v1::SwitchConfig& rtsw = pinned->at("z1-rtsw01");
+  std::set<uint32_t> groups;
+  for (const char* prefix : {"10.1.2.0/24", "10.1.3.0/24", "10.1.4.0/24"}) {
+    const uint32_t g = Item(rtsw, std::string("route/") + prefix)->route().nexthop_group();
+    EXPECT_EQ(Item(rtsw, "nhg/" + std::to_string(g))->nexthop_group().nexthops_size(), 1);
+    groups.insert(g);
+  }
+  EXPECT_EQ(groups.size(), 3u) << "each destination slice on its own uplink";
+  EXPECT_NE(pinned->at("z1-rtsw01").content_hash(), eecmp->at("z1-rtsw01").content_hash());
+}
+
+TEST(Compile, DrainedLinksLeaveEveryGroupOnBothSides) {
+  auto policy = ValidatePolicy(PolicyFrom(kPolicy));
+  auto configs = Compile(*Fabric(), *policy, {"z1-rtsw01/Ethernet32"}, 2);
+  const v1::SwitchConfig& rtsw = configs->at("z1-rtsw01");
+  EXPECT_EQ(Item(rtsw, "nhg/1")->nexthop_group().nexthops_size(), 7);
+  for (const auto& hop : Item(rtsw, "nhg/1")->nexthop_group().nexthops()) EXPECT_NE(hop.port(), "Ethernet32");
+  ASSERT_EQ(rtsw.drained_ports_size(), 1);
+  // The CTSW end of that link is drained too.
+  const std::string peer = Fabric()->PeerOf(Fabric()->LinkOfPort("z1-rtsw01/Ethernet32"), "z1-rtsw01/Ethernet32");
+  const std::string ctsw = peer.substr(0, peer.find('/'));
+  EXPECT_EQ(configs->at(ctsw).drained_ports_size(), 1);
+  auto share = RemainingUplinkShare(*Fabric(), {"z1-rtsw01/Ethernet32"});
+  EXPECT_DOUBLE_EQ(share.at("z1-rtsw01"), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(share.at("z1-rtsw02"), 1.0);
+}
+
+struct Bad {
+  const char* name;
+  const char* yaml;
+  const char* expected;
+};
+class PolicyRejects : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(PolicyRejects, WithAClearMessage) {
+  auto policy = ValidatePolicy(PolicyFrom(GetParam().yaml));
+  ASSERT_FALSE(policy.ok());
+  EXPECT_NE(std::string(policy.status().message()).find(GetParam().expected), std::string::npos)
+      << policy.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Negative, PolicyRejects,
+    ::testing::Values(
+        Bad{"EcnMinAboveMax", "qos: {ecn: [{tc: 3, min_bytes: 2000000, max_bytes: 100000}]}",
+            "min_bytes 2000000 is above max_bytes 100000"},
+        Bad{"LosslessWithoutPfc", "qos: {lossless_tcs: [3], pfc_priorities: [4]}",
+            "lossless tc 3 has no PFC"},
+        Bad{"DscpTwice", "qos: {dscp_to_tc: [{dscp: 26, tc: 3}, {dscp: 26, tc: 4}]}",
+            "dscp 26 is mapped twice"},
+        Bad{"DscpRange", "qos: {dscp_to_tc: [{dscp: 64, tc: 3}]}", "dscp 64 is not 0-63"},
+        Bad{"EcnProbability", "qos: {ecn: [{tc: 3, min_bytes: 1, max_bytes: 2, probability: 1.5}]}",
+            "probability must be in [0, 1]"},
+        Bad{"StrictClassPaused", "qos: {pfc_priorities: [3, 6], strict_priority_tc: 6}",
+            "must not be a PFC priority"},
+        Bad{"WatchdogAction", "qos: {pfc_watchdog: {action: reboot}}", "is not drop, forward or alert"},
+        Bad{"TeNotYet", "default_scheme: te", "te needs the TE allocator"},
+        Bad{"ZoneTwice", "zones: [{zone: z1, scheme: ecmp}, {zone: z1, scheme: eecmp}]",
+            "zone z1 listed twice"},
+        Bad{"Capacity", "min_uplink_capacity: 1.5", "min_uplink_capacity must be in (0, 1]"}),
+    [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace rocefab::controller
