@@ -80,6 +80,27 @@ bool FsRoot::Exists(std::string_view relative) const {
   return ::stat(Resolve(relative).c_str(), &st) == 0;
 }
 
+absl::Status WriteFileAtomic(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::UnavailableError(StrCat("cannot write ", tmp, ": ", std::strerror(errno)));
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      return absl::UnavailableError(StrCat("cannot write ", tmp, ": ", std::strerror(err)));
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return absl::UnavailableError(StrCat("cannot rename to ", path, ": ", std::strerror(errno)));
+  return absl::OkStatus();
+}
+
 std::string_view TrimRight(std::string_view text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\t' ||
                            text.back() == '\r'))

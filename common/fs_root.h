@@ -35,6 +35,10 @@ class FsRoot final {
 // are read in chunks). NotFound when missing, Unavailable on other errors.
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
 
+// Writes `content` to `path` through a temporary file and rename(2), so a
+// reader sees the old or the new content, never a mix.
+absl::Status WriteFileAtomic(const std::string& path, const std::string& content);
+
 // Removes trailing whitespace and newlines.
 std::string_view TrimRight(std::string_view text);
 std::string_view Trim(std::string_view text);

@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/fs_root.h"
 #include "lab/fabric_model.h"
 
 namespace rocefab::lab {
 
-// Writes `content` to `path` through a temporary file and rename(2).
-absl::Status WriteFileAtomic(const std::string& path, const std::string& content);
+using ::rocefab::WriteFileAtomic;
 
 class OutputWriter final {
  public:

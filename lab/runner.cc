@@ -85,7 +85,7 @@ class Daemons {
       auto p = Subprocess::Spawn(
           {{bin_dir_ + "/rocefab-switchd", "--collector", grpc_, "--interval", interval,
             "--backend", "file", "--state-dir", live + "/switches", "--switch-name",
-            sw.name()},
+            sw.name(), "--listen", "127.0.0.1:0"},
            {{"NOTIFY_SOCKET", agents_ready.path()}},
            run_dir_ + "/logs/switchd-" + sw.name() + ".out",
            run_dir_ + "/logs/switchd-" + sw.name() + ".log"});
@@ -93,9 +93,14 @@ class Daemons {
       processes_.push_back(std::move(*p));
       ++expected;
     }
-    for (size_t i = 0; i < expected; ++i)
-      if (!agents_ready.WaitReady(std::chrono::seconds(30)))
+    for (size_t i = 0; i < expected; ++i) {
+      auto ready = agents_ready.WaitReady(std::chrono::seconds(30));
+      if (!ready)
         return absl::UnavailableError(StrCat("only ", i, " of ", expected, " agents became ready"));
+      // Switch agents also serve ApplyConfig; remember where.
+      const std::string sw = StatusField(*ready, "switch");
+      if (!sw.empty()) switch_endpoints_[sw] = StatusField(*ready, "grpc");
+    }
     auto channel = MakeChannel(grpc_, {});
     if (!channel.ok()) return channel.status();
     query_ = v1::Query::NewStub(*channel);
@@ -117,6 +122,7 @@ class Daemons {
   }
 
   size_t count() const { return processes_.size(); }
+  const std::map<std::string, std::string>& switch_endpoints() const { return switch_endpoints_; }
   const std::string& grpc() const { return grpc_; }
   const std::string& metrics() const { return metrics_; }
   v1::Query::Stub* query() { return query_.get(); }
@@ -132,6 +138,7 @@ class Daemons {
 
   std::string run_dir_, bin_dir_, grpc_, metrics_;
   std::vector<std::unique_ptr<Subprocess>> processes_;  // [0] is the collector
+  std::map<std::string, std::string> switch_endpoints_;  // switch -> SwitchAgent gRPC
   std::unique_ptr<v1::Query::Stub> query_;
 };
 
@@ -336,7 +343,10 @@ int Run(const RunOptions& options) {
                 daemons.grpc().c_str(), daemons.metrics().c_str(), topo.hosts_size(),
                 topo.switches_size());
     std::ofstream(options.run_dir + "/endpoints.json")
-        << nlohmann::json{{"collector", daemons.grpc()}, {"metrics", daemons.metrics()}}.dump(2)
+        << nlohmann::json{{"collector", daemons.grpc()},
+                          {"metrics", daemons.metrics()},
+                          {"switch_agents", daemons.switch_endpoints()}}
+               .dump(2)
         << "\n";
   }
   std::fflush(stdout);

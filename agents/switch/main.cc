@@ -8,7 +8,10 @@
 #include <boost/asio/io_context.hpp>
 #include <iostream>
 
+#include "agents/switch/config_applier.h"
+#include "agents/switch/config_service.h"
 #include "agents/switch/file_backend.h"
+#include "agents/switch/file_config_backend.h"
 #include "agents/switch/switch_agent.h"
 #include "common/agent_loop.h"
 #include "common/daemon_setup.h"
@@ -25,7 +28,8 @@ int main(int argc, char** argv) {
       "rocefab-collectord.\nBackends: file (switches emulated by rocefab-lab)."};
   app.get_formatter()->column_width(36);
   std::string collector = "127.0.0.1:9410", interval_text = "1s", backend_name = "file",
-              state_dir, switch_name, output = "json", log_level = "info";
+              state_dir, switch_name, output = "json", log_level = "info", listen = "0.0.0.0:9413",
+              applied_state;
   bool once = false;
   app.add_option("--collector", collector, "rocefab-collectord gRPC address")->capture_default_str();
   app.add_option("--interval", interval_text, "poll interval, e.g. 1s")->capture_default_str();
@@ -35,6 +39,12 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", state_dir,
                  "file backend: directory holding <switch>/counters.json");
   app.add_option("--switch-name", switch_name, "switch to report (default: the system hostname)");
+  app.add_option("--listen", listen,
+                 "gRPC address of the SwitchAgent service (ApplyConfig, GetState); port 0 picks one")
+      ->capture_default_str();
+  app.add_option("--applied-state", applied_state,
+                 "file that keeps the applied config across restarts "
+                 "(default: <state-dir>/<switch>/applied.pb)");
   app.add_flag("--once", once, "print one reading of cumulative values and exit");
   app.add_option("-o,--output", output, "--once output format")
       ->check(CLI::IsMember({"json"}))
@@ -66,6 +76,21 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  // Config half: reconcile to the persisted config, then serve ApplyConfig.
+  if (applied_state.empty()) applied_state = StrCat(state_dir, "/", switch_name, "/applied.pb");
+  switchd::FileConfigBackend config_backend(state_dir, switch_name);
+  switchd::ConfigApplier applier(switch_name, config_backend, applied_state);
+  if (auto status = applier.Reconcile(); !status.ok()) {
+    std::cerr << kProgram << ": " << status.message() << "\n";
+    return 1;
+  }
+  switchd::ConfigService config_service(applier);
+  auto server = StartGrpcServer(listen, {}, {&config_service});
+  if (!server.ok()) {
+    std::cerr << kProgram << ": " << server.status().message() << "\n";
+    return 1;
+  }
+
   const Clock& clock = SystemClock::Instance();
   TelemetryShipper::Options options;
   options.target = collector;
@@ -78,8 +103,10 @@ int main(int argc, char** argv) {
   boost::asio::io_context io;
   LOG_INFO("switchd", "switch ", switch_name, ": ", backend_name, " backend, polling every ",
            FormatDurationUs(*interval), ", shipping to ", collector);
-  systemd::NotifyReady(StrCat("polling switch=", switch_name, " collector=", collector));
+  systemd::NotifyReady(StrCat("polling switch=", switch_name, " collector=", collector,
+                              " grpc=", server->bound_address));
   loop.Run(io, /*flush_timeout_us=*/3'000'000);
+  server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   const auto stats = shipper.stats();
   std::cout << nlohmann::json{{"event", "exit"},
                               {"agent_id", switch_name},
