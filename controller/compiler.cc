@@ -180,7 +180,7 @@ std::string ContentHash(const v1::SwitchConfig& config) {
     coded.Trim();
     StrAppend(&bytes, encoded.size(), ":", encoded);
   }
-  StrAppend(&bytes, "scheme:", static_cast<int>(config.scheme()));
+  StrAppend(&bytes, "scheme:", static_cast<int>(config.scheme()), "qp:", config.qp_scaling_hint());
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
@@ -234,6 +234,10 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
     const v1::RoutingScheme scheme =
         SchemeOfZone(policy, sw.zone().empty() ? std::string() : sw.zone());
     config.set_scheme(sw.zone().empty() ? policy.default_scheme() : scheme);
+    for (const auto& z : policy.zones())
+      if (z.zone() == sw.zone() && z.scheme() == v1::ROUTING_SCHEME_EECMP) config.set_qp_scaling_hint(z.qp_scaling());
+    if (config.scheme() == v1::ROUTING_SCHEME_EECMP && config.qp_scaling_hint() == 0)
+      config.set_qp_scaling_hint(4);
     const auto it = fabric.ports.find(sw.name());
     if (it == fabric.ports.end()) {
       configs[sw.name()] = config;

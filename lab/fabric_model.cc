@@ -101,6 +101,14 @@ absl::Status FabricModel::Init(std::shared_ptr<const Topology> topology,
     if (ports_[a].sw >= 0) sw_out_[ports_[a].sw].push_back(c_ab);
     if (ports_[b].sw >= 0) sw_out_[ports_[b].sw].push_back(c_ab + 1);
   }
+  applied_.assign(switches_.size(), std::nullopt);
+  nic_ip_.assign(ports_.size(), 0);
+  for (int p = 0; p < static_cast<int>(ports_.size()); ++p) {
+    if (ports_[p].host < 0) continue;
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    std::sscanf(topo.hosts(ports_[p].host).nics(ports_[p].nic).ip().c_str(), "%u.%u.%u.%u", &a, &b, &c, &d);
+    nic_ip_[p] = (a << 24) | (b << 16) | (c << 8) | d;
+  }
   nic_rtsw_.assign(ports_.size(), -1);
   for (int p = 0; p < static_cast<int>(ports_.size()); ++p) {
     if (ports_[p].host < 0) continue;
@@ -287,96 +295,166 @@ bool FabricModel::SwitchReaches(int sw, int rtsw) const {
 }
 
 int FabricModel::PickChannel(int sw, const std::vector<int>& candidates, int src, int dst,
-                             uint16_t sport) const {
+                             uint16_t sport, uint32_t qp) const {
   if (candidates.empty()) return -1;
+  if (candidates.size() == 1) return candidates[0];
   // The 5-tuple: addresses (NIC identities stand for their IPs), UDP ports
   // and protocol, hashed with the switch's own seed as real ASICs do.
   uint64_t h = switches_[sw].seed;
   h = Mix(h ^ static_cast<uint64_t>(src) * 0x100000001b3ULL);
   h = Mix(h ^ static_cast<uint64_t>(dst) * 0x9e3779b1ULL);
   h = Mix(h ^ (static_cast<uint64_t>(sport) << 16 | kRoceUdpPort) ^ 17);
+  if (qp != 0) h = Mix(h ^ (static_cast<uint64_t>(qp) << 32));
   return candidates[h % candidates.size()];
 }
 
-std::vector<int> FabricModel::Route(int src, int dst, uint16_t sport) const {
+std::vector<int> FabricModel::DefaultNextHops(int sw, int dst) const {
+  // What a healthy fabric's routing protocol would install: up towards a
+  // switch that still reaches the destination rack, down once there.
+  const int rd = nic_rtsw_[dst];
+  const SwitchState& s = switches_[sw];
+  std::vector<int> out;
+  if (sw == rd) {
+    out.push_back(ports_[dst].in_channel);
+    return out;
+  }
+  for (int ch : sw_out_[sw]) {
+    if (!channels_[ch].up) continue;
+    const int next = ports_[channels_[ch].to].sw;
+    if (next < 0) continue;
+    const SwitchState& n = switches_[next];
+    bool useful = false;
+    if (s.role == v1::SWITCH_ROLE_RTSW) {
+      // Up to a CTSW: in the destination's zone it must reach the rack;
+      // elsewhere it must reach an ATSW that does.
+      if (s.zone == switches_[rd].zone) {
+        useful = SwitchReaches(next, rd);
+      } else {
+        for (int up : sw_out_[next]) {
+          const int a = ports_[channels_[up].to].sw;
+          useful |= channels_[up].up && a >= 0 && switches_[a].role == v1::SWITCH_ROLE_ATSW &&
+                    SwitchReaches(a, rd);
+        }
+      }
+    } else if (s.role == v1::SWITCH_ROLE_CTSW) {
+      useful = s.zone == switches_[rd].zone
+                   ? next == rd
+                   : n.role == v1::SWITCH_ROLE_ATSW && SwitchReaches(next, rd);
+    } else {  // ATSW: down to a CTSW of the destination zone that reaches it
+      useful = n.zone == switches_[rd].zone && SwitchReaches(next, rd);
+    }
+    if (useful) out.push_back(ch);
+  }
+  return out;
+}
+
+std::vector<int> FabricModel::AppliedNextHops(int sw, int dst) const {
+  const AppliedRouting& applied = *applied_[sw];
+  const uint32_t ip = nic_ip_[dst];
+  const std::vector<int>* ports = nullptr;
+  if (auto it = applied.host_routes.find(ip); it != applied.host_routes.end()) ports = &it->second;
+  else if (auto it24 = applied.rack_routes.find(ip & 0xffffff00u); it24 != applied.rack_routes.end())
+    ports = &it24->second;
+  std::vector<int> out;
+  if (ports == nullptr) return out;  // no route: the switch drops it
+  for (int port : *ports)
+    if (channels_[ports_[port].out_channel].up) out.push_back(ports_[port].out_channel);
+  return out;
+}
+
+std::vector<int> FabricModel::Route(int src, int dst, uint16_t sport, uint16_t conn_sport,
+                                    uint32_t qp) const {
   std::vector<int> path;
   const int first = ports_[src].out_channel;
-  const int last = ports_[dst].in_channel;
-  if (!channels_[first].up || !channels_[last].up) return {};
+  if (!channels_[first].up) return {};
   path.push_back(first);
-  const int rs = nic_rtsw_[src], rd = nic_rtsw_[dst];
-  if (rs == rd) {
-    path.push_back(last);
-    return path;
-  }
-  const bool same_zone = switches_[rs].zone == switches_[rd].zone;
-  // Up to a CTSW that can still reach the destination.
-  std::vector<int> candidates;
-  for (int ch : sw_out_[rs]) {
+  int sw = nic_rtsw_[src];
+  // Hop by hop, as packets go: each switch uses the routes it has applied,
+  // or the default fabric routing when it has none.
+  for (int hop = 0; hop < 8; ++hop) {
+    const bool has_applied = applied_[sw].has_value();
+    std::vector<int> candidates = has_applied ? AppliedNextHops(sw, dst) : DefaultNextHops(sw, dst);
+    // Plain ECMP hashes the 5-tuple, which all QPs of one connection share;
+    // E-ECMP also hashes the destination QP. Without applied config the
+    // NIC's per-QP source port gives the entropy.
+    uint16_t key_port = sport;
+    uint32_t key_qp = 0;
+    if (has_applied) {
+      if (applied_[sw]->scheme == v1::ROUTING_SCHEME_EECMP) key_qp = qp + 1;
+      else key_port = conn_sport;
+    }
+    const int ch = PickChannel(sw, candidates, src, dst, key_port, key_qp);
+    if (ch < 0) return {};
+    path.push_back(ch);
     const int next = ports_[channels_[ch].to].sw;
-    if (!channels_[ch].up || next < 0) continue;
-    if (same_zone ? SwitchReaches(next, rd)
-                  : [&] {
-                      for (int up : sw_out_[next]) {
-                        const int a = ports_[channels_[up].to].sw;
-                        if (channels_[up].up && a >= 0 &&
-                            switches_[a].role == v1::SWITCH_ROLE_ATSW && SwitchReaches(a, rd))
-                          return true;
-                      }
-                      return false;
-                    }())
-      candidates.push_back(ch);
+    if (next < 0) return ports_[channels_[ch].to].host >= 0 && channels_[ch].to == dst
+                             ? path
+                             : std::vector<int>{};
+    sw = next;
   }
-  int ch = PickChannel(rs, candidates, src, dst, sport);
-  if (ch < 0) return {};
-  path.push_back(ch);
-  int cur = ports_[channels_[ch].to].sw;
-  if (!same_zone) {
-    candidates.clear();
-    for (int up : sw_out_[cur]) {
-      const int a = ports_[channels_[up].to].sw;
-      if (channels_[up].up && a >= 0 && switches_[a].role == v1::SWITCH_ROLE_ATSW &&
-          SwitchReaches(a, rd))
-        candidates.push_back(up);
+  return {};  // a loop: routes that do not converge
+}
+
+void FabricModel::SetAppliedConfig(const v1::SwitchConfig& config) {
+  auto it = switch_index_.find(config.switch_name());
+  if (it == switch_index_.end()) return;
+  AppliedRouting routing;
+  routing.scheme = config.scheme();
+  routing.qp_scaling_hint = config.qp_scaling_hint();
+  std::map<uint32_t, std::vector<int>> groups;
+  for (const auto& item : config.items()) {
+    if (!item.has_nexthop_group()) continue;
+    auto& ports = groups[item.nexthop_group().id()];
+    for (const auto& hop : item.nexthop_group().nexthops()) {
+      const int port = PortIndex(StrCat(config.switch_name(), "/", hop.port()));
+      if (port >= 0) ports.push_back(port);
     }
-    ch = PickChannel(cur, candidates, src, dst, sport);
-    if (ch < 0) return {};
-    path.push_back(ch);
-    cur = ports_[channels_[ch].to].sw;
-    candidates.clear();
-    for (int down : sw_out_[cur]) {
-      const int c2 = ports_[channels_[down].to].sw;
-      if (channels_[down].up && c2 >= 0 && switches_[c2].zone == switches_[rd].zone &&
-          SwitchReaches(c2, rd))
-        candidates.push_back(down);
-    }
-    ch = PickChannel(cur, candidates, src, dst, sport);
-    if (ch < 0) return {};
-    path.push_back(ch);
-    cur = ports_[channels_[ch].to].sw;
   }
-  ch = PickChannel(cur, UpChannelsToward(cur, rd), src, dst, sport);
-  if (ch < 0) return {};
-  path.push_back(ch);
-  path.push_back(last);
-  return path;
+  for (const auto& item : config.items()) {
+    if (!item.has_route()) continue;
+    const auto& route = item.route();
+    unsigned a, b, c, d, len;
+    if (std::sscanf(route.prefix().c_str(), "%u.%u.%u.%u/%u", &a, &b, &c, &d, &len) != 5) continue;
+    const uint32_t ip = (a << 24) | (b << 16) | (c << 8) | d;
+    std::vector<int> ports;
+    if (route.nexthop_group() != 0) {
+      ports = groups[route.nexthop_group()];
+    } else {
+      const int port = PortIndex(StrCat(config.switch_name(), "/", route.port()));
+      if (port >= 0) ports.push_back(port);
+    }
+    if (len == 32) routing.host_routes[ip] = ports;
+    else if (len == 24) routing.rack_routes[ip & 0xffffff00u] = ports;
+  }
+  applied_[it->second] = std::move(routing);
+  routes_dirty_ = true;
 }
 
 void FabricModel::Reroute() {
   flows_.clear();
   for (int j = 0; j < static_cast<int>(jobs_.size()); ++j) {
     const Job& job = jobs_[j];
+    // A scheduler that honours the controller's QP-scaling hint opens that
+    // many QPs per connection on the rack switches that ask for it.
+    uint32_t qps = job.spec.qps_per_connection();
+    for (int h : job.hosts) {
+      const int rtsw = nic_rtsw_[host_nic_ports_[h][0]];
+      if (applied_[rtsw]) qps = std::max(qps, applied_[rtsw]->qp_scaling_hint);
+    }
     for (int c = 0; c < static_cast<int>(job.conns.size()); ++c) {
-      for (uint32_t q = 0; q < job.spec.qps_per_connection(); ++q) {
+      for (uint32_t q = 0; q < qps; ++q) {
         Flow flow;
         flow.job = j;
         flow.conn = c;
         flow.src = job.conns[c].first;
         flow.dst = job.conns[c].second;
         // The NIC derives the UDP source port from the QP number.
-        flow.sport = static_cast<uint16_t>(
-            0xC000 | (Mix(seed_ ^ (static_cast<uint64_t>(j) << 40) ^ (static_cast<uint64_t>(c) << 16) ^ q) & 0x3fff));
-        flow.path = Route(flow.src, flow.dst, flow.sport);
+        auto sport_of = [&](uint32_t qp) {
+          return static_cast<uint16_t>(
+              0xC000 | (Mix(seed_ ^ (static_cast<uint64_t>(j) << 40) ^ (static_cast<uint64_t>(c) << 16) ^ qp) & 0x3fff));
+        };
+        flow.sport = sport_of(q);
+        flow.path = Route(flow.src, flow.dst, flow.sport, sport_of(0), q);
         flows_.push_back(std::move(flow));
       }
     }

@@ -12,11 +12,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/topology.h"
+#include "rocefab/v1/control.pb.h"
 #include "rocefab/v1/lab.pb.h"
 
 namespace rocefab::lab {
@@ -126,9 +128,14 @@ class FabricModel final {
   double ChannelUtilization(int channel) const;
   double ChannelPausedFraction(int channel) const { return channels_[channel].paused; }
   int ChannelOf(const std::string& from_port) const;
-  // Channels a flow from `src` NIC port to `dst` NIC port with UDP source
-  // port `sport` takes; exposed for tests.
-  std::vector<int> Route(int src_port, int dst_port, uint16_t sport) const;
+  // Channels a flow from `src` NIC port to `dst` NIC port takes: `sport` is
+  // its QP's UDP source port, `conn_sport` its connection's first QP's, `qp`
+  // its index within the connection. Exposed for tests.
+  std::vector<int> Route(int src, int dst, uint16_t sport, uint16_t conn_sport = 0,
+                         uint32_t qp = 0) const;
+  // Routes as switch agents have applied them (their applied.json). From
+  // then on that switch forwards by these routes and its scheme's hash.
+  void SetAppliedConfig(const v1::SwitchConfig& config);
 
  private:
   struct Channel {
@@ -178,7 +185,9 @@ class FabricModel final {
   void ComputeRates();
   void Accumulate(double dt, std::vector<CollectiveRecord>* records);
   int PickChannel(int sw, const std::vector<int>& candidates, int src, int dst,
-                  uint16_t sport) const;
+                  uint16_t sport, uint32_t qp) const;
+  std::vector<int> DefaultNextHops(int sw, int dst) const;
+  std::vector<int> AppliedNextHops(int sw, int dst) const;
   std::vector<int> UpChannelsToward(int sw, int neighbor_sw) const;
   bool SwitchReaches(int sw, int rtsw) const;
 
@@ -199,6 +208,14 @@ class FabricModel final {
   std::vector<JobStatus> job_status_;
   std::vector<Flow> flows_;
   std::vector<ActiveFault> faults_;
+  struct AppliedRouting {
+    v1::RoutingScheme scheme = v1::ROUTING_SCHEME_ECMP;
+    uint32_t qp_scaling_hint = 0;
+    std::map<uint32_t, std::vector<int>> host_routes;  // /32 -> egress ports
+    std::map<uint32_t, std::vector<int>> rack_routes;  // /24 -> egress ports
+  };
+  std::vector<std::optional<AppliedRouting>> applied_;  // per switch
+  std::vector<uint32_t> nic_ip_;                        // per NIC port
   bool routes_dirty_ = true;
   uint64_t seed_ = 1;
 };

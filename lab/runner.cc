@@ -16,6 +16,8 @@
 
 #include "common/clock.h"
 #include "common/config_loader.h"
+#include "common/fs_root.h"
+#include <google/protobuf/util/json_util.h>
 #include "common/grpc_util.h"
 #include "common/process.h"
 #include "common/strings.h"
@@ -379,8 +381,38 @@ int Run(const RunOptions& options) {
     }
   };
 
+  // Routing follows what the switch agents have applied (applied.json, written
+  // by their file backend when a config lands).
+  std::map<std::string, fs::file_time_type> applied_seen;
+  auto pick_up_applied = [&](FabricModel& m) {
+    int changed = 0;
+    std::string example;
+    for (const auto& sw : topo.switches()) {
+      const std::string path = live + "/switches/" + sw.name() + "/applied.json";
+      std::error_code e;
+      const auto mtime = fs::last_write_time(path, e);
+      if (e || applied_seen[sw.name()] == mtime) continue;
+      applied_seen[sw.name()] = mtime;
+      auto text = ReadWholeFile(path);
+      v1::SwitchConfig config;
+      if (!text.ok() || !google::protobuf::util::JsonStringToMessage(*text, &config).ok()) {
+        std::printf("t=%6.1fs  CONFIG %s: unreadable applied.json, routing unchanged\n", m.now_s(),
+                    sw.name().c_str());
+        continue;
+      }
+      m.SetAppliedConfig(config);
+      ++changed;
+      if (example.empty())
+        example = StrCat("generation ", config.generation(), ", scheme ",
+                         v1::RoutingScheme_Name(config.scheme()).substr(15));
+    }
+    if (changed > 0)
+      std::printf("t=%6.1fs  CONFIG %d switch(es) now route by applied config (%s)\n", m.now_s(),
+                  changed, example.c_str());
+  };
   while (!g_interrupted) {
     FabricModel& m = **model;
+    if (options.write_files) pick_up_applied(m);
     if (m.now_s() >= scenario->duration_s()) {
       if (!shown) {
         shown = true;
