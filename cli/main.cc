@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/control_commands.h"
 
 int main(int argc, char** argv) {
   using namespace rocefab::cli;
@@ -40,6 +41,34 @@ int main(int argc, char** argv) {
                        "only the N series with the highest rate, highest first")
       ->check(CLI::PositiveNumber);
 
+  ControlOptions control;
+  app.add_option("--controller", control.controller, "rocefab-controllerd gRPC address")
+      ->envname("ROCEFAB_CONTROLLER")
+      ->capture_default_str();
+  auto* config = app.add_subcommand("config", "desired vs applied switch config, rollout, audit");
+  config->require_subcommand(1);
+  auto* plan = config->add_subcommand("plan", "what an apply would change, per switch");
+  auto* apply = config->add_subcommand(
+      "apply", "roll the desired config out: canary, then waves, each behind a health gate");
+  apply->add_option("--canary", control.canary, "switches in the first wave")->capture_default_str();
+  apply->add_option("--wave-size", control.wave_size, "switches per later wave")->capture_default_str();
+  apply->add_option("--gate-seconds", control.gate_seconds,
+                    "watch touched switches this long after each wave; a problem rolls back")
+      ->capture_default_str();
+  apply->add_flag("--dry-run", control.dry_run, "show the waves, change nothing");
+  apply->add_option("--why", control.why, "reason, for the audit log");
+  auto* status = config->add_subcommand("status", "desired and applied generation per switch, drift");
+  auto* history = config->add_subcommand("history", "the audit log: who changed what, when, why");
+  history->add_option("--limit", control.limit, "entries")->capture_default_str();
+  auto* drain = app.add_subcommand("drain", "take a link or switch out of ECMP (checks capacity)");
+  auto* undrain = app.add_subcommand("undrain", "put a drained link or switch back");
+  for (auto* cmd : {drain, undrain}) {
+    cmd->add_option("kind", control.kind, "link or switch")->required()->check(CLI::IsMember({"link", "switch"}));
+    cmd->add_option("name", control.name, "a port (device/port) for a link, or a switch name")->required();
+    cmd->add_option("--reason", control.reason, "why, for the audit log");
+  }
+  drain->add_flag("--force", control.force, "drain even below the policy's minimum uplink capacity");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -48,5 +77,11 @@ int main(int argc, char** argv) {
   }
   if (agents->parsed()) return RunAgents(global, std::cout, std::cerr);
   if (counters->parsed()) return RunCounters(global, counters_options, std::cout, std::cerr);
+  if (plan->parsed()) return RunConfigPlan(global, control, std::cout, std::cerr);
+  if (apply->parsed()) return RunConfigApply(global, control, std::cout, std::cerr);
+  if (status->parsed()) return RunConfigStatus(global, control, std::cout, std::cerr);
+  if (history->parsed()) return RunConfigHistory(global, control, std::cout, std::cerr);
+  if (drain->parsed()) return RunDrain(global, control, false, std::cout, std::cerr);
+  if (undrain->parsed()) return RunDrain(global, control, true, std::cout, std::cerr);
   return 2;
 }

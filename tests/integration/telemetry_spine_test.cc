@@ -229,7 +229,8 @@ TEST_F(TelemetrySpine, SigkillOfTheCollectorLosesAndDuplicatesNoAckedBatch) {
   // The agents' reconnects are visible centrally.
   std::string out, err;
   ASSERT_EQ(Cli({"agents", "-o", "json"}, &out, &err), 0) << err;
-  for (const auto& agent : nlohmann::json::parse(out)["agents"]) {
+  const nlohmann::json parsed_agents = nlohmann::json::parse(out);
+  for (const auto& agent : parsed_agents["agents"]) {
     EXPECT_GE(agent["stream_failures"].get<int64_t>(), 1) << agent.dump();
     EXPECT_EQ(agent["dropped_batches"], 0);
   }

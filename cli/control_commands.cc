@@ -1,0 +1,195 @@
+#include "cli/control_commands.h"
+
+#include <unistd.h>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "cli/table.h"
+#include "common/grpc_util.h"
+#include "common/strings.h"
+#include "rocefab/v1/control.grpc.pb.h"
+
+namespace rocefab::cli {
+namespace {
+
+std::unique_ptr<v1::Controller::Stub> Connect(const ControlOptions& o) {
+  auto channel = MakeChannel(o.controller, {});
+  return channel.ok() ? v1::Controller::NewStub(*channel) : nullptr;
+}
+
+int Failed(const ControlOptions& o, const grpc::Status& status, std::ostream& err) {
+  err << "rocefab: controller " << o.controller << ": " << status.error_message();
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
+    err << " (is rocefab-controllerd running there? set --controller HOST:PORT)";
+  err << "\n";
+  return 1;
+}
+
+void Deadline(grpc::ClientContext* context, int seconds) {
+  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+}
+
+void PrintJson(const google::protobuf::Message& message, std::ostream& out) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  out << json;
+}
+
+std::string Who() {
+  const char* user = getenv("SUDO_USER");
+  if (user == nullptr) user = getenv("USER");
+  return user ? user : "unknown";
+}
+
+std::string Short(const std::string& hash) { return hash.substr(0, 12); }
+
+}  // namespace
+
+int RunConfigPlan(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err) {
+  auto stub = Connect(o);
+  grpc::ClientContext context;
+  Deadline(&context, 60);
+  v1::PlanResponse response;
+  if (auto s = stub->Plan(&context, {}, &response); !s.ok()) return Failed(o, s, err);
+  if (g.output == "json") {
+    PrintJson(response, out);
+    return 0;
+  }
+  Table table({"SWITCH", "APPLIED", "DESIRED", "ADDED", "CHANGED", "REMOVED", "NOTE"});
+  int to_change = 0, unreachable = 0;
+  for (const auto& d : response.switches()) {
+    const bool same = d.error().empty() && d.added().empty() && d.changed().empty() && d.removed().empty();
+    if (!d.error().empty()) ++unreachable;
+    else if (!same) ++to_change;
+    table.AddRow({d.switch_name(), StrCat(d.applied_generation(), " ", Short(d.applied_hash())),
+                  StrCat(d.desired_generation(), " ", Short(d.desired_hash())), StrCat(d.added_size()),
+                  StrCat(d.changed_size()), StrCat(d.removed_size()),
+                  !d.error().empty() ? d.error() : (same ? "in sync" : "")});
+  }
+  table.Print(out);
+  out << "\ndesired generation " << response.desired_generation() << ": " << to_change
+      << " switch(es) to change, " << response.switches_size() - to_change - unreachable
+      << " in sync, " << unreachable << " unreachable\n";
+  return 0;
+}
+
+int RunConfigApply(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err) {
+  auto stub = Connect(o);
+  v1::ApplyRequest request;
+  request.set_canary(o.canary);
+  request.set_wave_size(o.wave_size);
+  request.set_gate_seconds(o.gate_seconds);
+  request.set_dry_run(o.dry_run);
+  request.set_who(Who());
+  request.set_why(o.why);
+  grpc::ClientContext context;
+  Deadline(&context, 3600);
+  v1::ApplyResponse response;
+  if (auto s = stub->Apply(&context, request, &response); !s.ok()) return Failed(o, s, err);
+  if (g.output == "json") {
+    PrintJson(response, out);
+  } else {
+    Table table({"WAVE", "SWITCHES", "APPLIED", "GATE", "DETAIL"});
+    for (const auto& wave : response.waves()) {
+      std::string names;
+      for (const auto& n : wave.switches()) StrAppend(&names, names.empty() ? "" : ",", n);
+      table.AddRow({wave.wave() == 0 ? "canary" : StrCat(wave.wave()), names,
+                    o.dry_run ? "-" : (wave.applied() ? "yes" : "NO"),
+                    o.dry_run ? "-" : (wave.gate_passed() ? "passed" : (wave.applied() ? "FAILED" : "-")),
+                    wave.detail()});
+    }
+    if (table.rows() > 0) table.Print(out);
+    if (response.ok())
+      out << (o.dry_run ? "dry run: " : "") << "generation " << response.generation()
+          << (o.dry_run ? " would be applied in " : " applied in ") << response.waves_size()
+          << " wave(s)\n";
+    else
+      out << "generation " << response.generation() << " NOT applied"
+          << (response.rolled_back() ? " (rolled back)" : "") << ": " << response.error() << "\n";
+  }
+  return response.ok() ? 0 : 1;
+}
+
+int RunConfigStatus(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err) {
+  auto stub = Connect(o);
+  grpc::ClientContext context;
+  Deadline(&context, 60);
+  v1::StatusResponse response;
+  if (auto s = stub->Status(&context, {}, &response); !s.ok()) return Failed(o, s, err);
+  if (g.output == "json") {
+    PrintJson(response, out);
+    return 0;
+  }
+  Table table({"SWITCH", "DESIRED", "APPLIED", "DRIFT", "FAILED", "UNSUPPORTED", "NOTE"});
+  for (const auto& s : response.switches())
+    table.AddRow({s.switch_name(), StrCat(s.desired_generation(), " ", Short(s.desired_hash())),
+                  StrCat(s.applied_generation(), " ", Short(s.applied_hash())), s.drift() ? "DRIFT" : "-",
+                  StrCat(s.failed_items()), StrCat(s.unsupported_items()), s.error()});
+  table.Print(out);
+  if (!response.drained().empty()) {
+    out << "\ndrained:";
+    for (const auto& port : response.drained()) out << " " << port;
+    out << "\n";
+  }
+  return 0;
+}
+
+int RunConfigHistory(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err) {
+  auto stub = Connect(o);
+  grpc::ClientContext context;
+  Deadline(&context, 30);
+  v1::HistoryRequest request;
+  request.set_limit(o.limit);
+  v1::HistoryResponse response;
+  if (auto s = stub->History(&context, request, &response); !s.ok()) return Failed(o, s, err);
+  if (g.output == "json") {
+    PrintJson(response, out);
+    return 0;
+  }
+  Table table({"WHEN", "WHO", "ACTION", "TARGET", "GEN", "WHY", "DETAIL"});
+  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  for (const auto& e : response.entries())
+    table.AddRow({Ago(now, e.timestamp_us()), e.who(), e.action(), e.target(), StrCat(e.generation()),
+                  e.why(), e.detail()});
+  table.Print(out);
+  return 0;
+}
+
+int RunDrain(const GlobalOptions& g, const ControlOptions& o, bool undrain, std::ostream& out,
+             std::ostream& err) {
+  if (!undrain && o.reason.empty()) {
+    err << "rocefab: drain needs --reason TEXT (it goes to the audit log)\n";
+    return 2;
+  }
+  auto stub = Connect(o);
+  v1::DrainRequest request;
+  request.set_kind(o.kind);
+  request.set_name(o.name);
+  request.set_force(o.force);
+  request.set_reason(o.reason);
+  request.set_who(Who());
+  request.set_undrain(undrain);
+  grpc::ClientContext context;
+  Deadline(&context, 120);
+  v1::DrainResponse response;
+  if (auto s = stub->Drain(&context, request, &response); !s.ok()) return Failed(o, s, err);
+  if (g.output == "json") {
+    PrintJson(response, out);
+  } else if (response.ok()) {
+    out << (undrain ? "undrained " : "drained ") << o.kind << " " << o.name << " (generation "
+        << response.generation() << ")\n";
+    if (!undrain) out << "remember: rocefab undrain " << o.kind << " " << o.name << "\n";
+  } else {
+    err << "rocefab: " << response.error() << "\n";
+  }
+  return response.ok() ? 0 : 1;
+}
+
+}  // namespace rocefab::cli

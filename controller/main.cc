@@ -1,0 +1,105 @@
+// rocefab-controllerd: compiles routing and QoS policy into per-switch
+// desired config and rolls it out to the switch agents.
+//
+//   CLI -> Controller service -> Store (SQLite) and SwitchAgent stubs
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "common/config_loader.h"
+#include "common/daemon_setup.h"
+#include "common/fs_root.h"
+#include "common/grpc_util.h"
+#include "common/log.h"
+#include "common/sd_notify.h"
+#include "controller/compiler.h"
+#include "controller/controller.h"
+#include "controller/store.h"
+
+int main(int argc, char** argv) {
+  using namespace rocefab;
+  constexpr char kProgram[] = "rocefab-controllerd";
+  CLI::App app{"rocefab-controllerd: compiles routing (ecmp, eecmp, path-pinning) and QoS policy "
+               "over the fabric topology into per-switch desired config and rolls it out safely.\n"
+               "Flags override the config file."};
+  app.get_formatter()->column_width(36);
+  std::string config_path, listen = "0.0.0.0:9412", db = "/var/lib/rocefab/controller.db",
+                           topology_path, policy_path, collector, agents_json, log_level = "info";
+  app.add_option("--config", config_path, "YAML config (ControllerdConfig keys)")->check(CLI::ExistingFile);
+  app.add_option("--listen", listen, "gRPC address for the CLI (port 0 picks one)")->capture_default_str();
+  app.add_option("--db", db, "SQLite file for desired state and the audit log")->capture_default_str();
+  app.add_option("--topology", topology_path, "topology YAML");
+  app.add_option("--policy", policy_path, "policy YAML (see docs/controller.md)");
+  app.add_option("--collector", collector, "rocefab-collectord address, for health gates");
+  app.add_option("--switch-agents-json", agents_json,
+                 "JSON with {\"switch_agents\": {switch: host:port}} (rocefab-lab's endpoints.json)");
+  app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (auto status = ApplyLogLevel(log_level); !status.ok()) return UsageError(kProgram, status);
+
+  v1::ControllerdConfig config;
+  config.set_listen(listen);
+  config.set_db(db);
+  if (auto status = LoadConfigIfGiven(config_path, &config); !status.ok()) return UsageError(kProgram, status);
+  if (app.count("--listen")) config.set_listen(listen);
+  if (app.count("--db")) config.set_db(db);
+  if (!topology_path.empty()) config.set_topology(topology_path);
+  if (!policy_path.empty()) config.set_policy(policy_path);
+  if (!collector.empty()) config.set_collector(collector);
+  if (!agents_json.empty()) {
+    auto text = ReadWholeFile(agents_json);
+    auto json = text.ok() ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+    if (!text.ok() || json.is_discarded() || !json.contains("switch_agents") ||
+        !json["switch_agents"].is_object())
+      return UsageError(kProgram, absl::InvalidArgumentError(StrCat(
+                                      agents_json, ": expected {\"switch_agents\": {name: address}}")));
+    for (const auto& [name, address] : json["switch_agents"].items()) {
+      if (!address.is_string()) continue;
+      auto* endpoint = config.add_switch_agents();
+      endpoint->set_switch_name(name);
+      endpoint->set_address(address.get<std::string>());
+    }
+  }
+  if (config.topology().empty() || config.policy().empty())
+    return UsageError(kProgram, absl::InvalidArgumentError("--topology and --policy are required"));
+  auto topology = Topology::Load(config.topology());
+  if (!topology.ok()) return UsageError(kProgram, topology.status());
+  v1::Policy raw_policy;
+  if (auto status = LoadYamlConfigFile(config.policy(), &raw_policy); !status.ok())
+    return UsageError(kProgram, status);
+  auto policy = controller::ValidatePolicy(raw_policy);
+  if (!policy.ok()) return UsageError(kProgram, absl::InvalidArgumentError(StrCat(config.policy(), ": ", policy.status().message())));
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto store = controller::Store::Open(config.db());
+  if (!store.ok()) {
+    std::cerr << kProgram << ": " << store.status().message() << "\n";
+    return 1;
+  }
+  controller::Controller controller(*topology, *policy, **store, config, SystemClock::Instance());
+  auto generation = controller.Recompile("rocefab-controllerd", StrCat("start with ", config.policy()));
+  if (!generation.ok()) {
+    std::cerr << kProgram << ": " << generation.status().message() << "\n";
+    return 1;
+  }
+  auto server = StartGrpcServer(config.listen(), {}, {&controller});
+  if (!server.ok()) {
+    std::cerr << kProgram << ": " << server.status().message() << "\n";
+    return 1;
+  }
+  LOG_INFO("controllerd", "listening grpc=", server->bound_address, " desired generation ", *generation);
+  systemd::NotifyReady(StrCat("listening grpc=", server->bound_address, " generation=", *generation));
+  int signal = 0;
+  sigwait(&signals, &signal);
+  systemd::NotifyStopping();
+  server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  return 0;
+}
