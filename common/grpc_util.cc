@@ -101,11 +101,14 @@ bool SplitHostPort(const std::string& address, std::string* host, int* port) {
 absl::StatusOr<RunningServer> StartGrpcServer(const std::string& listen,
                                               const v1::TlsSettings& tls,
                                               const std::vector<grpc::Service*>& services) {
+  // "unix:/path" listens on a Unix socket: reachable from other network
+  // namespaces of the machine, which loopback TCP is not.
+  const bool unix_socket = listen.starts_with("unix:");
   std::string host;
   int port = 0;
-  if (!SplitHostPort(listen, &host, &port))
-    return absl::InvalidArgumentError(
-        StrCat("listen address '", listen, "' is not host:port (e.g. 127.0.0.1:9410)"));
+  if (!unix_socket && !SplitHostPort(listen, &host, &port))
+    return absl::InvalidArgumentError(StrCat(
+        "listen address '", listen, "' is not host:port (e.g. 127.0.0.1:9410) or unix:/path"));
   auto credentials = MakeServerCredentials(tls);
   if (!credentials.ok()) return credentials.status();
   grpc::ServerBuilder builder;
@@ -120,6 +123,11 @@ absl::StatusOr<RunningServer> StartGrpcServer(const std::string& listen,
   for (grpc::Service* service : services) builder.RegisterService(service);
   RunningServer running;
   running.server = builder.BuildAndStart();
+  if (unix_socket) {
+    if (!running.server) return absl::UnavailableError(StrCat("cannot listen on ", listen));
+    running.bound_address = listen;
+    return running;
+  }
   if (!running.server || selected_port == 0)
     return absl::UnavailableError(StrCat("cannot listen on ", listen,
                                                " (address in use or not local?)"));

@@ -36,7 +36,8 @@ struct RunningServer {
   std::string bound_address;  // "127.0.0.1:41234" even when asked for port 0
 };
 
-// Builds and starts a server on `listen` ("host:port"; port 0 picks one).
+// Builds and starts a server on `listen` ("host:port", port 0 picks one; or
+// "unix:/path").
 absl::StatusOr<RunningServer> StartGrpcServer(const std::string& listen,
                                               const v1::TlsSettings& tls,
                                               const std::vector<grpc::Service*>& services);

@@ -259,6 +259,22 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
       const v1::TopoSwitch* s = topology.FindSwitch(dev);
       return s ? s->zone() : std::string();
     };
+    // Interface addresses: the /31 of each fabric link; on a rack switch's
+    // host ports, the rack gateway (.254 of the rack's /24), which the hosts
+    // route through.
+    for (const auto& port : ports) {
+      if (port.drained) continue;
+      auto* item = config.add_items();
+      item->set_key(StrCat("addr/", port.name));
+      auto* address = item->mutable_address();
+      address->set_port(port.name);
+      if (port.to_host) {
+        const std::string prefix = Prefix24(port.host_ip);
+        address->set_address(StrCat(prefix.substr(0, prefix.rfind('.')), ".254/32"));
+      } else {
+        address->set_address(StrCat(LinkAddress(port.link, port.a_side), "/31"));
+      }
+    }
     uint32_t next_group = 1;
     if (sw.role() == v1::SWITCH_ROLE_RTSW) {
       for (const auto& port : ports)

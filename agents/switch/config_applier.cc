@@ -21,12 +21,13 @@ std::string Encoded(const v1::ConfigItem& item) {
 
 int ItemOrder(const v1::ConfigItem& item) {
   switch (item.item_case()) {
-    case v1::ConfigItem::kNexthopGroup: return 0;
-    case v1::ConfigItem::kRoute: return 1;
-    case v1::ConfigItem::kRule: return 2;
-    case v1::ConfigItem::kHash: return 3;
-    case v1::ConfigItem::kQos: return 4;
-    default: return 5;
+    case v1::ConfigItem::kAddress: return 0;
+    case v1::ConfigItem::kNexthopGroup: return 1;
+    case v1::ConfigItem::kRoute: return 2;
+    case v1::ConfigItem::kRule: return 3;
+    case v1::ConfigItem::kHash: return 4;
+    case v1::ConfigItem::kQos: return 5;
+    default: return 6;
   }
 }
 

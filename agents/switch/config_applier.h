@@ -43,7 +43,7 @@ class ConfigApplier final {
   std::map<std::string, v1::ItemStatus> status_;  // by item key
 };
 
-// Installation order of an item kind: groups, then routes, rules, hash, QoS.
+// Installation order of an item kind: addresses, groups, routes, rules, hash, QoS.
 int ItemOrder(const v1::ConfigItem& item);
 
 }  // namespace rocefab::switchd

@@ -32,6 +32,8 @@ absl::Status FileConfigBackend::Install(const v1::ConfigItem& item) {
     case v1::ConfigItem::kRoute:
       if (!item.route().port().empty()) return CheckPort(item.route().port());
       return absl::OkStatus();
+    case v1::ConfigItem::kAddress:
+      return CheckPort(item.address().port());
     case v1::ConfigItem::kRule:
     case v1::ConfigItem::kHash:
     case v1::ConfigItem::kQos:

@@ -12,6 +12,8 @@
 #include "agents/switch/config_service.h"
 #include "agents/switch/file_backend.h"
 #include "agents/switch/file_config_backend.h"
+#include "agents/switch/linux_backend.h"
+#include <filesystem>
 #include "agents/switch/switch_agent.h"
 #include "common/agent_loop.h"
 #include "common/daemon_setup.h"
@@ -25,7 +27,8 @@ int main(int argc, char** argv) {
   constexpr char kProgram[] = "rocefab-switchd";
   CLI::App app{
       "rocefab-switchd: reads a switch's port, queue and buffer counters and streams them to "
-      "rocefab-collectord.\nBackends: file (switches emulated by rocefab-lab)."};
+      "rocefab-collectord, and applies the controller's desired config.\nBackends: linux (the "
+      "kernel's routing and interfaces, through netlink), file (switches emulated by rocefab-lab)."};
   app.get_formatter()->column_width(36);
   std::string collector = "127.0.0.1:9410", interval_text = "1s", backend_name = "file",
               state_dir, switch_name, output = "json", log_level = "info", listen = "0.0.0.0:9413",
@@ -34,7 +37,7 @@ int main(int argc, char** argv) {
   app.add_option("--collector", collector, "rocefab-collectord gRPC address")->capture_default_str();
   app.add_option("--interval", interval_text, "poll interval, e.g. 1s")->capture_default_str();
   app.add_option("--backend", backend_name, "where counters come from")
-      ->check(CLI::IsMember({"file"}))
+      ->check(CLI::IsMember({"file", "linux"}))
       ->capture_default_str();
   app.add_option("--state-dir", state_dir,
                  "file backend: directory holding <switch>/counters.json");
@@ -62,9 +65,27 @@ int main(int argc, char** argv) {
     gethostname(name, sizeof name - 1);
     switch_name = name;
   }
-  if (backend_name == "file" && state_dir.empty())
-    return UsageError(kProgram, absl::InvalidArgumentError("--backend file needs --state-dir"));
-  switchd::FileBackend backend(state_dir, switch_name);
+  if (state_dir.empty())
+    return UsageError(kProgram, absl::InvalidArgumentError(
+                                    "--state-dir is needed (file backend: the lab's tree; linux: "
+                                    "where the applied config is kept)"));
+  // The linux backend serves both halves; the file backend has one object each.
+  std::unique_ptr<switchd::LinuxBackend> linux_backend;
+  std::unique_ptr<switchd::FileBackend> file_counters;
+  std::unique_ptr<switchd::FileConfigBackend> file_config;
+  switchd::SwitchBackend* counters_backend = nullptr;
+  switchd::ConfigBackend* config_backend = nullptr;
+  if (backend_name == "linux") {
+    linux_backend = std::make_unique<switchd::LinuxBackend>(switch_name);
+    counters_backend = linux_backend.get();
+    config_backend = linux_backend.get();
+  } else {
+    file_counters = std::make_unique<switchd::FileBackend>(state_dir, switch_name);
+    file_config = std::make_unique<switchd::FileConfigBackend>(state_dir, switch_name);
+    counters_backend = file_counters.get();
+    config_backend = file_config.get();
+  }
+  switchd::SwitchBackend& backend = *counters_backend;
 
   if (once) {
     auto reading = backend.ReadCounters();
@@ -78,8 +99,8 @@ int main(int argc, char** argv) {
 
   // Config half: reconcile to the persisted config, then serve ApplyConfig.
   if (applied_state.empty()) applied_state = StrCat(state_dir, "/", switch_name, "/applied.pb");
-  switchd::FileConfigBackend config_backend(state_dir, switch_name);
-  switchd::ConfigApplier applier(switch_name, config_backend, applied_state);
+  std::filesystem::create_directories(std::filesystem::path(applied_state).parent_path());
+  switchd::ConfigApplier applier(switch_name, *config_backend, applied_state);
   if (auto status = applier.Reconcile(); !status.ok()) {
     std::cerr << kProgram << ": " << status.message() << "\n";
     return 1;
