@@ -23,6 +23,9 @@ grpc::Status Fail(const absl::Status& status) {
 template <typename T>
 void SetDeadline(grpc::ClientContext* context, int seconds) {
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+  // An agent that just restarted is reconnected to within the deadline
+  // rather than failed at once from the channel's backoff.
+  context->set_wait_for_ready(true);
 }
 
 }  // namespace
