@@ -265,6 +265,20 @@ double FabricModel::ChannelUtilization(int channel) const {
   return c.capacity_Bps > 0 ? c.carried / c.capacity_Bps : 0;
 }
 
+double FabricModel::UplinkImbalance() const {
+  double max_u = 0, sum = 0;
+  int n = 0;
+  for (const Channel& ch : channels_) {
+    const int from = ports_[ch.from].sw, to = ports_[ch.to].sw;
+    if (from < 0 || to < 0 || switches_[from].role != v1::SWITCH_ROLE_RTSW) continue;
+    const double u = ch.capacity_Bps > 0 ? ch.carried / ch.capacity_Bps : 0;
+    max_u = std::max(max_u, u);
+    sum += u;
+    ++n;
+  }
+  return n > 0 && sum > 0 ? max_u / (sum / n) : 0;
+}
+
 uint64_t FabricModel::buffer_used_bytes(int sw) const {
   double used = 0;
   for (int ch : sw_out_[sw]) used += channels_[ch].queue;

@@ -128,6 +128,9 @@ class FabricModel final {
   double ChannelUtilization(int channel) const;
   double ChannelPausedFraction(int channel) const { return channels_[channel].paused; }
   int ChannelOf(const std::string& from_port) const;
+  // How unevenly the rack switches' uplinks are loaded: the busiest uplink's
+  // utilisation over the mean of all of them (1 = perfectly even).
+  double UplinkImbalance() const;
   // Channels a flow from `src` NIC port to `dst` NIC port takes: `sport` is
   // its QP's UDP source port, `conn_sport` its connection's first QP's, `qp`
   // its index within the connection. Exposed for tests.

@@ -112,8 +112,13 @@ class Daemons {
   // SIGTERM everything (agents first, collector last), then SIGKILL
   // stragglers. Returns how many had to be killed.
   int Stop() {
-    if (processes_.empty()) return 0;
     int killed = 0;
+    if (controller_) {
+      controller_->Signal(SIGTERM);
+      killed += Reap(*controller_);
+      controller_.reset();
+    }
+    if (processes_.empty()) return killed;
     // Agents flush to the collector, so the collector stops last.
     for (size_t j = 1; j < processes_.size(); ++j) processes_[j]->Signal(SIGTERM);
     for (size_t j = 1; j < processes_.size(); ++j) killed += Reap(*processes_[j]);
@@ -122,6 +127,40 @@ class Daemons {
     processes_.clear();
     return killed;
   }
+
+  // Starts (or restarts) rocefab-controllerd with `policy` and applies it.
+  absl::Status ApplyPolicy(const std::string& policy, const std::string& why) {
+    if (controller_) {
+      controller_->Signal(SIGTERM);
+      controller_->Wait();
+      controller_.reset();
+    }
+    NotifySocket ready(run_dir_ + "/logs/.notify-controller");
+    auto controller = Subprocess::Spawn(
+        {{bin_dir_ + "/rocefab-controllerd", "--listen", "127.0.0.1:0", "--db",
+          run_dir_ + "/controller.db", "--topology", run_dir_ + "/topology.yaml", "--policy", policy,
+          "--collector", grpc_, "--switch-agents-json", run_dir_ + "/endpoints.json"},
+         {{"NOTIFY_SOCKET", ready.path()}},
+         run_dir_ + "/logs/controllerd.out",
+         run_dir_ + "/logs/controllerd.log"});
+    if (!controller.ok()) return controller.status();
+    controller_ = std::move(*controller);
+    auto status = ready.WaitReady(std::chrono::seconds(30));
+    if (!status) return absl::UnavailableError("rocefab-controllerd did not become ready; see logs/controllerd.log");
+    controller_address_ = StatusField(*status, "grpc");
+    const std::string out = run_dir_ + "/logs/apply.out";
+    auto apply = Subprocess::Spawn({{bin_dir_ + "/rocefab", "--controller", controller_address_, "config",
+                                     "apply", "--canary", "1", "--wave-size", "64", "--gate-seconds",
+                                     "0", "--why", why},
+                                    {},
+                                    out,
+                                    out});
+    if (!apply.ok()) return apply.status();
+    if ((*apply)->Wait() != 0)
+      return absl::UnavailableError(StrCat("config apply failed; see ", out, ": ", ReadWholeFile(out).value_or("")));
+    return absl::OkStatus();
+  }
+  const std::string& controller_address() const { return controller_address_; }
 
   size_t count() const { return processes_.size(); }
   const std::map<std::string, std::string>& switch_endpoints() const { return switch_endpoints_; }
@@ -141,6 +180,8 @@ class Daemons {
   std::string run_dir_, bin_dir_, grpc_, metrics_;
   std::vector<std::unique_ptr<Subprocess>> processes_;  // [0] is the collector
   std::map<std::string, std::string> switch_endpoints_;  // switch -> SwitchAgent gRPC
+  std::unique_ptr<Subprocess> controller_;
+  std::string controller_address_;
   std::unique_ptr<v1::Query::Stub> query_;
 };
 
@@ -351,6 +392,19 @@ int Run(const RunOptions& options) {
                .dump(2)
         << "\n";
   }
+  auto policy_path = [&](const std::string& file) {
+    fs::path path = file;
+    if (path.is_relative()) path = fs::path(options.scenario_path).parent_path() / path;
+    return path.string();
+  };
+  if (options.daemons && !scenario->policy().empty()) {
+    if (auto s = daemons.ApplyPolicy(policy_path(scenario->policy()), "scenario start"); !s.ok())
+      return fail(s);
+    std::printf("rocefab-lab: started rocefab-controllerd (gRPC %s) and applied %s\n",
+                daemons.controller_address().c_str(), scenario->policy().c_str());
+  }
+  std::vector<bool> policy_done(scenario->policy_changes_size(), false);
+  std::ofstream timeline_out(options.run_dir + "/timeline.jsonl");
   std::fflush(stdout);
 
   const double tick = scenario->tick_s();
@@ -413,6 +467,16 @@ int Run(const RunOptions& options) {
   while (!g_interrupted) {
     FabricModel& m = **model;
     if (options.write_files) pick_up_applied(m);
+    for (int i = 0; i < scenario->policy_changes_size(); ++i) {
+      const v1::PolicyChange& change = scenario->policy_changes(i);
+      if (policy_done[i] || m.now_s() < change.at_s() || !options.daemons) continue;
+      policy_done[i] = true;
+      std::printf("t=%6.1fs  CONTROL rolling out %s\n", m.now_s(), change.policy().c_str());
+      std::fflush(stdout);
+      if (auto s = daemons.ApplyPolicy(policy_path(change.policy()), StrCat("scenario at ", change.at_s(), "s"));
+          !s.ok())
+        std::printf("t=%6.1fs  CONTROL rollout failed: %s\n", m.now_s(), std::string(s.message()).c_str());
+    }
     if (m.now_s() >= scenario->duration_s()) {
       if (!shown) {
         shown = true;
@@ -464,6 +528,17 @@ int Run(const RunOptions& options) {
                         job.busbw_gbs, job.ideal_busbw_gbs > 0 ? 100 * job.busbw_gbs / job.ideal_busbw_gbs : 0);
         line += buf;
       }
+      char imbalance[48];
+      std::snprintf(imbalance, sizeof imbalance, "  uplink imbalance %.2f", m.UplinkImbalance());
+      line += imbalance;
+      nlohmann::json jobs_json = nlohmann::json::array();
+      for (const JobStatus& job : m.jobs())
+        jobs_json.push_back({{"id", job.id}, {"busbw_gbs", job.busbw_gbs}, {"stalled", job.stalled},
+                             {"running", job.running}});
+      timeline_out << nlohmann::json{{"t", m.now_s()}, {"jobs", jobs_json},
+                                     {"uplink_imbalance", m.UplinkImbalance()}}
+                          .dump()
+                   << std::endl;
       if (options.daemons) StrAppend(&line, "  | ", CollectorView(daemons));
       std::printf("%s\n", line.c_str());
       std::fflush(stdout);

@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <iostream>
 #include <set>
+#include <sstream>
 
 #include "common/config_loader.h"
 #include "common/topology.h"
@@ -140,6 +142,51 @@ TEST(Lab, StormRunReachesTheCollectorExactlyWhereTheModelPutIt) {
   EXPECT_EQ(host["nics"].size(), 4u);
   EXPECT_GT(host["nics"][1]["counters"]["pfc_tx_pause_frames"]["3"].get<int64_t>(), 0);
   EXPECT_EQ(host["health"]["parse_errors"], 0);
+}
+
+}  // namespace
+}  // namespace rocefab
+
+namespace rocefab {
+namespace {
+
+// The control path in the lab: the controller rolls out plain ECMP, then
+// E-ECMP at 20 s; the job's bus bandwidth must rise and the rack uplinks'
+// imbalance fall once the switch agents apply it.
+TEST(Lab, EcmpToEecmpRaisesBusBandwidthWithTheRealControlPath) {
+  testing::TempDir dir;
+  const std::string run_dir = dir / "run";
+  std::string out, err;
+  ASSERT_EQ(testing::RunCommand({testing::BinDir() + "/rocefab-lab", "run",
+                                 std::string(ROCEFAB_SOURCE_DIR) + "/lab/scenarios/ecmp_to_eecmp.yaml",
+                                 "--run-dir", run_dir, "--duration", "30", "--timeline-every", "1",
+                                 "--live-dir", "/dev/shm/rocefab-lab-eecmp-" + std::to_string(getpid())},
+                                &out, &err),
+            0)
+      << out << err;
+  EXPECT_NE(out.find("CONFIG 12 switch(es) now route by applied config (generation 2, scheme EECMP)"),
+            std::string::npos)
+      << out;
+  double before = 0, after = 0, imbalance_before = 0, imbalance_after = 0;
+  std::istringstream lines(testing::ReadFile(run_dir + "/timeline.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line);
+    const double t = j["t"];
+    if (t > 5 && t < 19) {
+      before = j["jobs"][0]["busbw_gbs"];
+      imbalance_before = j["uplink_imbalance"];
+    }
+    if (t > 25) {
+      after = j["jobs"][0]["busbw_gbs"];
+      imbalance_after = j["uplink_imbalance"];
+    }
+  }
+  std::cout << "[ecmp->eecmp] busbw " << before << " -> " << after << " GB/s, uplink imbalance "
+            << imbalance_before << " -> " << imbalance_after << "\n";
+  EXPECT_GT(after, before * 1.2);
+  EXPECT_LT(imbalance_after, imbalance_before);
+  // The controller's audit shows both rollouts.
+  EXPECT_TRUE(std::filesystem::exists(run_dir + "/controller.db"));
 }
 
 }  // namespace
