@@ -282,18 +282,38 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
       std::vector<const Fabric::Port*> uplinks;
       for (const auto& [peer, links] : to_neighbor)
         if (role_of(peer) == v1::SWITCH_ROLE_CTSW) uplinks.insert(uplinks.end(), links.begin(), links.end());
-      if (config.scheme() == v1::ROUTING_SCHEME_PATH_PINNING) {
-        // Each remote rack prefix rides one uplink: destination slices.
-        for (size_t u = 0; u < uplinks.size(); ++u) AddGroup(&config, 100 + static_cast<uint32_t>(u), {uplinks[u]});
-        size_t slice = 0;
-        for (const auto& [prefix, owner] : prefix_owner) {
-          if (owner == sw.name() || uplinks.empty()) continue;
-          AddRoute(&config, prefix, 100 + static_cast<uint32_t>(slice++ % uplinks.size()), "");
+      // An uplink is usable for a destination rack only if its CTSW still
+      // has an undrained link down to that rack (or, for another zone, up
+      // to an ATSW): otherwise draining a CTSW-RTSW link would blackhole
+      // the traffic other racks keep sending through that CTSW.
+      auto ctsw_reaches = [&](const std::string& ctsw, const std::string& owner) {
+        const auto ports_of = fabric.ports.find(ctsw);
+        if (ports_of == fabric.ports.end()) return false;
+        for (const auto& p : ports_of->second) {
+          if (p.drained || p.to_host) continue;
+          if (p.peer_dev == owner) return true;
+          if (zone_of(owner) != sw.zone() && role_of(p.peer_dev) == v1::SWITCH_ROLE_ATSW) return true;
         }
-      } else if (!uplinks.empty()) {
-        AddGroup(&config, next_group, uplinks);
-        for (const auto& [prefix, owner] : prefix_owner)
-          if (owner != sw.name()) AddRoute(&config, prefix, next_group, "");
+        return false;
+      };
+      std::map<std::vector<const Fabric::Port*>, uint32_t> group_ids;
+      size_t slice = 0;
+      for (const auto& [prefix, owner] : prefix_owner) {
+        if (owner == sw.name()) continue;
+        std::vector<const Fabric::Port*> usable;
+        for (const auto* up : uplinks)
+          if (ctsw_reaches(up->peer_dev, owner)) usable.push_back(up);
+        if (usable.empty()) continue;  // unreachable: no route rather than a blackhole
+        if (config.scheme() == v1::ROUTING_SCHEME_PATH_PINNING) {
+          // Each remote rack prefix rides one uplink: destination slices.
+          usable = {usable[slice++ % usable.size()]};
+        }
+        auto [it, inserted] = group_ids.emplace(usable, 0);
+        if (inserted) {
+          it->second = config.scheme() == v1::ROUTING_SCHEME_PATH_PINNING ? 100 + next_group++ : next_group++;
+          AddGroup(&config, it->second, usable);
+        }
+        AddRoute(&config, prefix, it->second, "");
       }
     } else {
       // CTSW: each rack of its zone through the parallel links to its RTSW;

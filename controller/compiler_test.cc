@@ -103,6 +103,30 @@ TEST(Compile, DrainedLinksLeaveEveryGroupOnBothSides) {
   EXPECT_DOUBLE_EQ(share.at("z1-rtsw02"), 1.0);
 }
 
+TEST(Compile, NoBlackholeThroughASpineThatLostItsLinksToTheRack) {
+  // Every link between z1-ctsw01 and rack 2 drained: the other racks must
+  // stop sending rack 2's traffic to z1-ctsw01.
+  auto policy = ValidatePolicy(PolicyFrom(kPolicy));
+  const std::set<std::string> drained = {"z1-rtsw02/Ethernet32", "z1-rtsw02/Ethernet36",
+                                         "z1-rtsw02/Ethernet40", "z1-rtsw02/Ethernet44"};
+  for (const auto& port : drained)
+    ASSERT_NE(Fabric()->PeerOf(Fabric()->LinkOfPort(port), port).find("z1-ctsw01"), std::string::npos);
+  auto configs = Compile(*Fabric(), *policy, drained, 3);
+  ASSERT_TRUE(configs.ok());
+  const v1::SwitchConfig& rtsw1 = configs->at("z1-rtsw01");
+  const auto* to_rack2 = Item(rtsw1, "route/10.1.2.0/24");
+  const auto* to_rack3 = Item(rtsw1, "route/10.1.3.0/24");
+  ASSERT_NE(to_rack2, nullptr);
+  const auto& group2 = Item(rtsw1, "nhg/" + std::to_string(to_rack2->route().nexthop_group()))->nexthop_group();
+  const auto& group3 = Item(rtsw1, "nhg/" + std::to_string(to_rack3->route().nexthop_group()))->nexthop_group();
+  EXPECT_EQ(group2.nexthops_size(), 4);
+  EXPECT_EQ(group3.nexthops_size(), 8);
+  for (const auto& hop : group2.nexthops()) {
+    const std::string peer = Fabric()->PeerOf(Fabric()->LinkOfPort("z1-rtsw01/" + hop.port()), "z1-rtsw01/" + hop.port());
+    EXPECT_NE(peer.find("z1-ctsw02"), std::string::npos) << hop.port();
+  }
+}
+
 struct Bad {
   const char* name;
   const char* yaml;

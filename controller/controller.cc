@@ -155,6 +155,10 @@ grpc::Status Controller::Plan(grpc::ServerContext*, const v1::PlanRequest*, v1::
     }
     for (const auto& [key, bytes] : have)
       if (!want.count(key)) diff->add_removed(key);
+    // Same items but a different hash: the scheme or the QP-scaling hint.
+    if (diff->added().empty() && diff->changed().empty() && diff->removed().empty() &&
+        state->applied_hash() != config.content_hash())
+      diff->add_changed("settings (scheme, qp_scaling_hint)");
   }
   return grpc::Status::OK;
 }

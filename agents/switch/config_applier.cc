@@ -178,6 +178,12 @@ v1::ApplyConfigResponse ConfigApplier::Apply(const v1::SwitchConfig& desired) {
     return response;
   }
   applied_ = desired;
+  // Only items in force keep a status: an item that failed in an earlier
+  // attempt and is no longer desired must not haunt later rollouts.
+  for (auto it = statuses.begin(); it != statuses.end();) {
+    if (!new_items.count(it->first)) it = statuses.erase(it);
+    else ++it;
+  }
   status_ = std::move(statuses);
   if (auto status = backend_.Commit(applied_); !status.ok()) {
     response.set_error(StrCat("applied, but the backend could not commit: ", status.message()));

@@ -98,6 +98,20 @@ TEST(ConfigApplier, PartialFailureRollsBackAndSaysWhatHadBeenApplied) {
   EXPECT_TRUE(failed_reported);
 }
 
+TEST(ConfigApplier, AFailedItemNoLongerDesiredLeavesNoTrace) {
+  FakeConfigBackend backend;
+  ConfigApplier applier("z1-rtsw01", backend, "");
+  ASSERT_TRUE(applier.Apply(Config(1, {"10.1.2.0/24"}, 2)).ok());
+  backend.fail_keys = {"route/10.1.9.0/24"};
+  ASSERT_FALSE(applier.Apply(Config(2, {"10.1.2.0/24", "10.1.9.0/24"}, 2)).ok());
+  auto next = applier.Apply(Config(3, {"10.1.2.0/24", "10.1.5.0/24"}, 2));
+  ASSERT_TRUE(next.ok()) << next.error();
+  for (const auto& item : next.state().items()) {
+    EXPECT_NE(item.key(), "route/10.1.9.0/24");
+    EXPECT_NE(item.state(), v1::ITEM_STATE_FAILED) << item.key();
+  }
+}
+
 TEST(ConfigApplier, UnsupportedItemsAreReportedNotFailed) {
   FakeConfigBackend backend;
   backend.qos_supported = false;

@@ -9,6 +9,8 @@
 #include <netlink/netlink.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
+#include <netlink/route/qdisc.h>
+#include <netlink/route/tc.h>
 #include <netlink/route/rule.h>
 
 #include <cstring>
@@ -271,7 +273,31 @@ absl::StatusOr<SwitchReading> LinuxBackend::ReadCounters() {
     uint32_t changes = 0;
     if (rtnl_link_get_carrier_changes(link, &changes) == 0) port.counters["link_flaps"] = changes / 2;
   }
+  // Queue counters from each port's root qdisc (queue 0: veth and most NICs
+  // without DCB have one transmit queue discipline).
+  std::map<int, std::string> names;
+  for (nl_object* obj = nl_cache_get_first(cache); obj != nullptr; obj = nl_cache_get_next(obj)) {
+    auto* link = reinterpret_cast<rtnl_link*>(obj);
+    names[rtnl_link_get_ifindex(link)] = rtnl_link_get_name(link);
+  }
   nl_cache_free(cache);
+  nl_cache* qdiscs = nullptr;
+  if (rtnl_qdisc_alloc_cache(sock_, &qdiscs) < 0) {
+    ++reading.bad_values;  // counted; port counters stand
+    return reading;
+  }
+  for (nl_object* obj = nl_cache_get_first(qdiscs); obj != nullptr; obj = nl_cache_get_next(obj)) {
+    auto* tc = reinterpret_cast<rtnl_tc*>(obj);
+    if (rtnl_tc_get_parent(tc) != TC_H_ROOT) continue;
+    auto name = names.find(rtnl_tc_get_ifindex(tc));
+    if (name == names.end() || !reading.ports.count(name->second)) continue;
+    auto& queue = reading.ports[name->second].queues[0];
+    queue["queue_tx_bytes"] = rtnl_tc_get_stat(tc, RTNL_TC_BYTES);
+    queue["queue_tx_packets"] = rtnl_tc_get_stat(tc, RTNL_TC_PACKETS);
+    queue["queue_drops"] = rtnl_tc_get_stat(tc, RTNL_TC_DROPS);
+    queue["queue_depth_bytes"] = rtnl_tc_get_stat(tc, RTNL_TC_BACKLOG);
+  }
+  nl_cache_free(qdiscs);
   return reading;
 }
 
