@@ -409,23 +409,24 @@ grpc::Status Controller::Drain(grpc::ServerContext*, const v1::DrainRequest* req
         !s.ok())
       return Fail(s);
   }
+  auto before_generation = store_.LatestGeneration();
+  if (!before_generation.ok()) return Fail(before_generation.status());
+  auto before = store_.Desired(*before_generation);
+  if (!before.ok()) return Fail(before.status());
   auto generation = RecompileLocked(request->who(), StrCat(request->undrain() ? "undrain " : "drain ",
                                                            request->name(), ": ", request->reason()));
   if (!generation.ok()) return Fail(generation.status());
   Audit(request->who(), request->undrain() ? "undrain" : (request->force() ? "drain-forced" : "drain"),
         request->name(), request->reason(), StrCat(ports.size(), " port(s)"), *generation);
-  // A drain takes effect at once on the switches it touches.
+  // A drain takes effect at once on every switch whose config it changes:
+  // the link's two ends, and the rack switches that must stop sending a
+  // rack's traffic through a spine that lost its links to that rack.
   auto desired = store_.Desired(*generation);
   if (!desired.ok()) return Fail(desired.status());
-  std::set<std::string> affected;
-  for (const auto& port : ports) {
-    affected.insert(port.substr(0, port.find('/')));
-    const std::string peer = topology_->PeerOf(topology_->LinkOfPort(port), port);
-    affected.insert(peer.substr(0, peer.find('/')));
-  }
-  for (const auto& name : affected) {
-    if (!desired->count(name)) continue;
-    auto pushed = Push(desired->at(name));
+  for (const auto& [name, config] : *desired) {
+    auto old = before->find(name);
+    if (old != before->end() && old->second.content_hash() == config.content_hash()) continue;
+    auto pushed = Push(config);
     if (!pushed.ok() || !pushed->ok()) {
       response->set_error(StrCat("drain recorded, but ", name, " did not apply it: ",
                                  pushed.ok() ? pushed->error() : std::string(pushed.status().message())));
