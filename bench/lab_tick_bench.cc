@@ -19,17 +19,7 @@ namespace {
 using namespace rocefab;
 
 std::shared_ptr<const Topology> LlamaTopology() {
-  static auto topo = [] {
-    lab::TopologyParams params;
-    params.zones = 8;
-    params.racks_per_zone = 192;
-    params.hosts_per_rack = 2;
-    params.nics_per_host = 8;
-    params.ctsw_per_zone = 16;
-    params.atsw = 16;
-    params.uplink_ratio = 7;
-    return *Topology::Build(*lab::GenerateTopology(params));
-  }();
+  static auto topo = *Topology::Build(*lab::GenerateTopology(lab::Llama3Params()));
   return topo;
 }
 

@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
                        "CTSW downlink:uplink capacity (7 means 1:7)")
       ->capture_default_str();
   topology->add_option("-o,--output", topo_out, "output file (- for stdout)")->required();
+  bool llama3 = false;
+  topology->add_flag("--llama3", llama3,
+                     "the Llama 3 cluster's shape (24,576 NICs); other size flags are ignored");
 
   lab::RunOptions run;
   run.bin_dir = SelfDir();
@@ -81,6 +84,7 @@ int main(int argc, char** argv) {
   }
 
   if (topology->parsed()) {
+    if (llama3) params = lab::Llama3Params();
     const auto start = std::chrono::steady_clock::now();
     auto proto = lab::GenerateTopology(params);
     if (!proto.ok()) {

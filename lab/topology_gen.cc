@@ -32,6 +32,18 @@ class PortAllocator {
 
 }  // namespace
 
+TopologyParams Llama3Params() {
+  TopologyParams params;
+  params.zones = 8;
+  params.racks_per_zone = 192;
+  params.hosts_per_rack = 2;
+  params.nics_per_host = 8;
+  params.ctsw_per_zone = 16;
+  params.atsw = 16;
+  params.uplink_ratio = 7;
+  return params;
+}
+
 absl::StatusOr<v1::Topology> GenerateTopology(const TopologyParams& p) {
   if (p.zones == 0 || p.racks_per_zone == 0 || p.hosts_per_rack == 0 || p.nics_per_host == 0 ||
       p.ctsw_per_zone == 0)

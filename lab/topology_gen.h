@@ -30,4 +30,8 @@ struct TopologyParams {
 
 absl::StatusOr<v1::Topology> GenerateTopology(const TopologyParams& params);
 
+// The Llama 3 training cluster's shape: 8 zones of 192 racks of 2 hosts with
+// 8 NICs (24,576 GPUs), 16 CTSWs per zone, 16 ATSWs, 1:7 above the pods.
+TopologyParams Llama3Params();
+
 }  // namespace rocefab::lab

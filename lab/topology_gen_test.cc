@@ -62,14 +62,7 @@ TEST(GenerateTopology, RejectsImpossibleShapes) {
 
 TEST(GenerateTopology, Llama3Scale) {
   // 24,576 GPUs: 8 zones x 192 racks x 2 hosts x 8 NICs, 1:7 above the pods.
-  TopologyParams params;
-  params.zones = 8;
-  params.racks_per_zone = 192;
-  params.hosts_per_rack = 2;
-  params.nics_per_host = 8;
-  params.ctsw_per_zone = 16;
-  params.atsw = 16;
-  params.uplink_ratio = 7;
+  const TopologyParams params = Llama3Params();
   const auto start = std::chrono::steady_clock::now();
   auto proto = GenerateTopology(params);
   ASSERT_TRUE(proto.ok());

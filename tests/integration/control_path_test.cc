@@ -39,14 +39,12 @@ class ControlPath : public ::testing::Test {
     testing::WriteFile(dir_ / "policy-eecmp.yaml", "default_scheme: eecmp\nmin_uplink_capacity: 0.5\n");
     for (const auto& sw : proto_.switches()) WriteCounters(sw.name(), 0);
 
-    NotifySocket collector_ready;
-    collector_ = std::make_unique<Subprocess>(Subprocess::Options{
-        {BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--metrics-listen",
-         "127.0.0.1:0", "--db", dir_ / "collector.db"},
-        {{"NOTIFY_SOCKET", collector_ready.path()}},
-        "",
-        dir_ / "collector.log"});
-    collector_address_ = testing::StatusField(*collector_ready.WaitReady(std::chrono::seconds(20)), "grpc");
+    auto collector = testing::StartDaemon({BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0",
+                                           "--metrics-listen", "127.0.0.1:0", "--db", dir_ / "collector.db"},
+                                          dir_ / "collector.log");
+    ASSERT_FALSE(collector.status.empty()) << testing::ReadFile(dir_ / "collector.log");
+    collector_ = std::move(collector.process);
+    collector_address_ = testing::StatusField(collector.status, "grpc");
 
     NotifySocket agents_ready;
     nlohmann::json agents = nlohmann::json::object();
@@ -72,17 +70,14 @@ class ControlPath : public ::testing::Test {
       controller_->Signal(SIGTERM);
       controller_->Wait();
     }
-    NotifySocket ready;
-    controller_ = std::make_unique<Subprocess>(Subprocess::Options{
+    auto controller = testing::StartDaemon(
         {BinDir() + "/rocefab-controllerd", "--listen", "127.0.0.1:0", "--db", dir_ / "controller.db",
          "--topology", dir_ / "topology.yaml", "--policy", dir_ / policy, "--collector",
          collector_address_, "--switch-agents-json", dir_ / "endpoints.json"},
-        {{"NOTIFY_SOCKET", ready.path()}},
-        "",
-        dir_ / "controller.log"});
-    auto status = ready.WaitReady(std::chrono::seconds(20));
-    ASSERT_TRUE(status.has_value()) << testing::ReadFile(dir_ / "controller.log");
-    controller_address_ = testing::StatusField(*status, "grpc");
+        dir_ / "controller.log");
+    ASSERT_FALSE(controller.status.empty()) << testing::ReadFile(dir_ / "controller.log");
+    controller_ = std::move(controller.process);
+    controller_address_ = testing::StatusField(controller.status, "grpc");
   }
 
   // The switch's counters file, as the lab would write it: every cabled port.

@@ -78,12 +78,12 @@ class KernelFabric : public ::testing::Test {
                                   "net.ipv4.conf.default.rp_filter=0"})
         ASSERT_EQ(testing::RunCommand({IpBinary(), "netns", "exec", Ns(sw.name()), "/usr/sbin/sysctl", "-qw", setting}, nullptr), 0);
 
-    NotifySocket collector_ready;
-    collector_ = std::make_unique<Subprocess>(Subprocess::Options{
-        {BinDir() + "/rocefab-collectord", "--listen", "unix:" + dir_ / "collector.sock",
-         "--metrics-listen", "127.0.0.1:0", "--db", dir_ / "collector.db"},
-        {{"NOTIFY_SOCKET", collector_ready.path()}}, "", dir_ / "collector.log"});
-    ASSERT_TRUE(collector_ready.WaitReady(std::chrono::seconds(20)).has_value());
+    auto collector = testing::StartDaemon({BinDir() + "/rocefab-collectord", "--listen",
+                                           "unix:" + dir_ / "collector.sock", "--metrics-listen",
+                                           "127.0.0.1:0", "--db", dir_ / "collector.db"},
+                                          dir_ / "collector.log");
+    ASSERT_FALSE(collector.status.empty()) << testing::ReadFile(dir_ / "collector.log");
+    collector_ = std::move(collector.process);
     for (const auto& sw : proto_.switches()) StartSwitchd(sw.name());
     nlohmann::json agents = nlohmann::json::object();
     for (const auto& sw : proto_.switches()) agents[sw.name()] = "unix:" + dir_ / (sw.name() + ".sock");
@@ -115,25 +115,24 @@ class KernelFabric : public ::testing::Test {
   }
 
   void StartSwitchd(const std::string& sw) {
-    NotifySocket ready;
-    switchds_[sw] = std::make_unique<Subprocess>(Subprocess::Options{
+    auto switchd = testing::StartDaemon(
         {IpBinary(), "netns", "exec", Ns(sw), BinDir() + "/rocefab-switchd", "--backend", "linux",
          "--state-dir", dir_ / "state", "--switch-name", sw, "--listen", "unix:" + dir_ / (sw + ".sock"),
          "--collector", "unix:" + dir_ / "collector.sock"},
-        {{"NOTIFY_SOCKET", ready.path()}}, "", dir_ / ("switchd-" + sw + ".log")});
-    ASSERT_TRUE(ready.WaitReady(std::chrono::seconds(20)).has_value())
-        << testing::ReadFile(dir_ / ("switchd-" + sw + ".log"));
+        dir_ / ("switchd-" + sw + ".log"));
+    ASSERT_FALSE(switchd.status.empty()) << testing::ReadFile(dir_ / ("switchd-" + sw + ".log"));
+    switchds_[sw] = std::move(switchd.process);
   }
 
   void StartController(const std::string& policy) {
     controller_.reset();
-    NotifySocket ready;
-    controller_ = std::make_unique<Subprocess>(Subprocess::Options{
+    auto controller = testing::StartDaemon(
         {BinDir() + "/rocefab-controllerd", "--listen", "unix:" + dir_ / "controller.sock", "--db",
          dir_ / "controller.db", "--topology", dir_ / "topology.yaml", "--policy", dir_ / policy,
          "--switch-agents-json", dir_ / "endpoints.json"},
-        {{"NOTIFY_SOCKET", ready.path()}}, "", dir_ / "controller.log"});
-    ASSERT_TRUE(ready.WaitReady(std::chrono::seconds(20)).has_value()) << testing::ReadFile(dir_ / "controller.log");
+        dir_ / "controller.log");
+    ASSERT_FALSE(controller.status.empty()) << testing::ReadFile(dir_ / "controller.log");
+    controller_ = std::move(controller.process);
   }
 
   int Cli(std::vector<std::string> args, std::string* out) {

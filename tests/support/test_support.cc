@@ -62,6 +62,16 @@ void CopyTree(const std::string& from, const std::string& to) {
 std::string BinDir() { return ROCEFAB_BIN_DIR; }
 std::string FixturesDir() { return ROCEFAB_FIXTURES_DIR; }
 
+Daemon StartDaemon(std::vector<std::string> argv, const std::string& log_path,
+                   std::chrono::seconds timeout) {
+  NotifySocket ready;
+  Daemon daemon;
+  daemon.process = std::make_unique<Subprocess>(
+      Subprocess::Options{std::move(argv), {{"NOTIFY_SOCKET", ready.path()}}, "", log_path});
+  daemon.status = ready.WaitReady(timeout).value_or("");
+  return daemon;
+}
+
 int RunCommand(const std::vector<std::string>& argv, std::string* out, std::string* err) {
   TempDir dir;
   int code;

@@ -55,6 +55,15 @@ class NotifySocket final {
   ::rocefab::NotifySocket socket_;
 };
 
+// A daemon started with NOTIFY_SOCKET, once it said READY=1.
+struct Daemon {
+  std::unique_ptr<Subprocess> process;
+  std::string status;  // its STATUS= line; empty if it never became ready
+};
+// Starts `argv` (stderr to `log_path`) and waits up to `timeout` for READY=1.
+Daemon StartDaemon(std::vector<std::string> argv, const std::string& log_path,
+                   std::chrono::seconds timeout = std::chrono::seconds(20));
+
 // Runs a command to completion, capturing stdout. Returns the exit code.
 int RunCommand(const std::vector<std::string>& argv, std::string* out, std::string* err = nullptr);
 
