@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   app.add_option("--retention", retention_text, "how long samples are kept, e.g. 7d, 12h")
       ->capture_default_str();
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
 
   constexpr char kProgram[] = "rocefab-collectord";
   if (auto status = ApplyLogLevel(log_level); !status.ok()) return UsageError(kProgram, status);

@@ -37,6 +37,16 @@ absl::StatusOr<int64_t> ResolveDurationUs(std::string_view flag_name, bool flag_
   return *parsed;
 }
 
+int ParseFlags(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  return -1;
+}
+
 int UsageError(std::string_view program, const absl::Status& status) {
   std::cerr << program << ": " << status.message() << "\n";
   return 2;

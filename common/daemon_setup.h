@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include <CLI/CLI.hpp>
+
 #include "absl/status/statusor.h"
 #include "google/protobuf/duration.pb.h"
 #include "google/protobuf/message.h"
@@ -26,6 +28,11 @@ int64_t DurationToUs(const google::protobuf::Duration& duration);
 absl::StatusOr<int64_t> ResolveDurationUs(std::string_view flag_name, bool flag_given,
                                           const std::string& flag_text, bool config_has,
                                           const google::protobuf::Duration& config_value);
+
+// Parses the command line like CLI11_PARSE, but every parse error exits 2
+// (help and version exit 0), so systemd's RestartPreventExitStatus=2 covers
+// bad flags too. Returns -1 when the program should go on.
+int ParseFlags(CLI::App& app, int argc, char** argv);
 
 // Prints "<program>: <message>" to stderr and returns 2, the exit code for
 // bad flags or config (systemd units do not restart on it).

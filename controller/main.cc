@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   app.add_option("--switch-agents-json", agents_json,
                  "JSON with {\"switch_agents\": {switch: host:port}} (rocefab-lab's endpoints.json)");
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
   if (auto status = ApplyLogLevel(log_level); !status.ok()) return UsageError(kProgram, status);
 
   v1::ControllerdConfig config;

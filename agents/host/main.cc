@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"json", "table"}))
       ->capture_default_str();
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
 
   constexpr char kProgram[] = "rocefab-hostd";
   if (auto status = ApplyLogLevel(log_level); !status.ok()) return UsageError(kProgram, status);

@@ -307,6 +307,10 @@ TEST_F(TelemetrySpine, HostdOnceOnAFixtureTree) {
   EXPECT_EQ(json["nics"][0]["counters"]["pfc_tx_pause_frames"]["3"], 17);
   // Bad flags and config are usage errors.
   EXPECT_EQ(testing::RunCommand({BinDir() + "/rocefab-hostd", "--interval", "fast"}, &out, &err), 2);
+  EXPECT_EQ(testing::RunCommand({BinDir() + "/rocefab-hostd", "--no-such-flag"}, &out, &err), 2);
+  EXPECT_EQ(testing::RunCommand({BinDir() + "/rocefab-collectord", "--db"}, &out, &err), 2);
+  EXPECT_EQ(testing::RunCommand({BinDir() + "/rocefab-hostd", "--help"}, &out, &err), 0);
+  EXPECT_NE(out.find("--sysfs-root"), std::string::npos);
   testing::WriteFile(dir_ / "bad.yaml", "collector: a:1\nintervall: 1s\n");
   EXPECT_EQ(testing::RunCommand({BinDir() + "/rocefab-hostd", "--config", dir_ / "bad.yaml"}, &out,
                                 &err),
