@@ -156,6 +156,7 @@ TEST_F(ControlPath, PlanApplyStatusHistoryDrainAndAGateThatRollsBack) {
   flapping = false;
   flapper.join();
   EXPECT_EQ(code, 1) << out << err;
+  std::cout << "[rollback]\n" << out;
   EXPECT_NE(out.find("rolled back"), std::string::npos) << out;
   EXPECT_NE(out.find("link_flaps rose"), std::string::npos) << out;
   // Everything runs ECMP still; the canary at a new generation.
