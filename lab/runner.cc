@@ -275,8 +275,8 @@ absl::StatusOr<v1::Scenario> LoadScenario(const std::string& path) {
   return scenario;
 }
 
-absl::StatusOr<std::shared_ptr<const Topology>> ScenarioTopology(const v1::Scenario& scenario,
-                                                                const std::string& scenario_path) {
+absl::StatusOr<std::shared_ptr<const Topology>> TopologyForScenario(const v1::Scenario& scenario,
+                                                                   const std::string& scenario_path) {
   if (!scenario.topology().file().empty()) {
     std::filesystem::path file = scenario.topology().file();
     if (file.is_relative()) file = std::filesystem::path(scenario_path).parent_path() / file;
@@ -306,7 +306,7 @@ int Run(const RunOptions& options) {
   auto scenario = LoadScenario(options.scenario_path);
   if (!scenario.ok()) return fail(scenario.status());
   if (options.duration_s > 0) scenario->set_duration_s(options.duration_s);
-  auto topology = ScenarioTopology(*scenario, options.scenario_path);
+  auto topology = TopologyForScenario(*scenario, options.scenario_path);
   if (!topology.ok()) return fail(topology.status());
   auto model = FabricModel::Create(*topology, *scenario);
   if (!model.ok()) return fail(model.status());

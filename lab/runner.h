@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/topology.h"
 #include "rocefab/v1/lab.pb.h"
 
 namespace rocefab::lab {
@@ -38,6 +39,10 @@ struct RunOptions {
 
 // Loads and checks a scenario; fills defaults.
 absl::StatusOr<v1::Scenario> LoadScenario(const std::string& path);
+
+// The scenario's topology: its file (relative to the scenario) or generated.
+absl::StatusOr<std::shared_ptr<const Topology>> TopologyForScenario(const v1::Scenario& scenario,
+                                                                   const std::string& scenario_path);
 
 // Returns the process exit code.
 int Run(const RunOptions& options);
