@@ -66,6 +66,22 @@ CREATE TABLE IF NOT EXISTS samples(
 );
 CREATE INDEX IF NOT EXISTS samples_by_series ON samples(series_id, ts_us);
 CREATE INDEX IF NOT EXISTS samples_by_time ON samples(ts_us);
+CREATE TABLE IF NOT EXISTS collectives(
+  job TEXT NOT NULL,
+  comm TEXT NOT NULL,
+  rank INTEGER NOT NULL,
+  n_ranks INTEGER NOT NULL,
+  host TEXT NOT NULL,
+  op TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  exec_time_us REAL NOT NULL,
+  algbw_gbs REAL NOT NULL,
+  busbw_gbs REAL NOT NULL,
+  ts_us INTEGER NOT NULL,
+  agent_id TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS collectives_by_job ON collectives(job, ts_us);
 )sql";
 
 absl::Status SqlError(sqlite3* db, std::string_view what) {
@@ -200,11 +216,14 @@ ON CONFLICT(agent_id) DO UPDATE SET
   find_series_ = Statement(writer_,
                            "SELECT id FROM series WHERE scope=?1 AND entity=?2 AND port=?3 AND "
                            "counter=?4 AND prio=?5 AND queue=?6");
+  insert_collective_ = Statement(writer_,
+                                 "INSERT INTO collectives VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+                                 "?9, ?10, ?11, ?12, ?13)");
   insert_sample_ = Statement(writer_,
                              "INSERT INTO samples(series_id, ts_us, value, delta, reset) "
                              "VALUES(?1, ?2, ?3, ?4, ?5)");
   for (const Statement* s : {&begin_, &commit_, &rollback_, &insert_batch_, &upsert_agent_,
-                             &insert_series_, &find_series_, &insert_sample_})
+                             &insert_series_, &find_series_, &insert_sample_, &insert_collective_})
     if (!s->ok()) return SqlError(writer_, "prepare");
   return absl::OkStatus();
 }
@@ -212,7 +231,7 @@ ON CONFLICT(agent_id) DO UPDATE SET
 Store::~Store() {
   // Statements must be finalized before their connection closes.
   for (Statement* s : {&begin_, &commit_, &rollback_, &insert_batch_, &upsert_agent_,
-                       &insert_series_, &find_series_, &insert_sample_})
+                       &insert_series_, &find_series_, &insert_sample_, &insert_collective_})
     *s = Statement();
   if (writer_) sqlite3_close(writer_);
   if (reader_) sqlite3_close(reader_);
@@ -287,6 +306,25 @@ absl::StatusOr<WriteOutcome> Store::WriteOne(const v1::TelemetryBatch& batch, in
       ++outcome.samples_written;
     }
   }
+  for (const auto& record : batch.collectives()) {
+    sqlite3_stmt* stmt = insert_collective_.get();
+    Resetter reset{stmt};
+    BindText(stmt, 1, record.job());
+    BindText(stmt, 2, record.comm());
+    sqlite3_bind_int64(stmt, 3, record.rank());
+    sqlite3_bind_int64(stmt, 4, record.n_ranks());
+    BindText(stmt, 5, record.host().empty() ? batch.agent_id() : record.host());
+    BindText(stmt, 6, record.op());
+    sqlite3_bind_int64(stmt, 7, ToDb(record.seq()));
+    sqlite3_bind_int64(stmt, 8, ToDb(record.bytes()));
+    sqlite3_bind_double(stmt, 9, record.exec_time_us());
+    sqlite3_bind_double(stmt, 10, record.algbw_gbs());
+    sqlite3_bind_double(stmt, 11, record.busbw_gbs());
+    sqlite3_bind_int64(stmt, 12, record.timestamp_us());
+    BindText(stmt, 13, batch.agent_id());
+    if (sqlite3_step(stmt) != SQLITE_DONE) return SqlError(writer_, "insert collective");
+    ++outcome.collectives_written;
+  }
   {
     sqlite3_stmt* stmt = upsert_agent_.get();
     Resetter reset{stmt};
@@ -340,7 +378,8 @@ absl::StatusOr<std::vector<WriteOutcome>> Store::WriteBatches(
 absl::StatusOr<uint64_t> Store::Prune(int64_t cutoff_us) {
   uint64_t deleted = 0;
   for (const char* sql : {"DELETE FROM samples WHERE ts_us < ?1",
-                          "DELETE FROM batches WHERE received_us < ?1"}) {
+                          "DELETE FROM batches WHERE received_us < ?1",
+                          "DELETE FROM collectives WHERE ts_us < ?1"}) {
     Statement stmt(writer_, sql);
     if (!stmt.ok()) return SqlError(writer_, "prepare prune");
     sqlite3_bind_int64(stmt.get(), 1, cutoff_us);

@@ -49,6 +49,7 @@ struct WriteOutcome {
   v1::AckStatus status = v1::ACK_STATUS_STORED;
   uint64_t samples_written = 0;
   uint64_t samples_rejected = 0;  // unknown counter names, bad scope
+  uint64_t collectives_written = 0;
 };
 
 class Store final {
@@ -82,7 +83,7 @@ class Store final {
   std::mutex reader_mu_;
   // Writer statements.
   Statement begin_, commit_, rollback_, insert_batch_, upsert_agent_, insert_series_,
-      find_series_, insert_sample_;
+      find_series_, insert_sample_, insert_collective_;
   std::unordered_map<std::string, int64_t> series_cache_;
   std::string key_;
 };

@@ -204,6 +204,13 @@ std::string ValidateBatch(const v1::TelemetryBatch& batch) {
         return StrCat("counter ", sample.counter(), ": prio ", sample.prio(), " is not 0-7");
     }
   }
+  for (const auto& record : batch.collectives()) {
+    if (record.job().size() > 128 || record.comm().size() > 64 || record.host().size() > 253 ||
+        record.op().empty() || record.op().size() > 32)
+      return "a collective record has an empty op or an over-long job, comm, host or op";
+    if (!(record.exec_time_us() >= 0) || !(record.busbw_gbs() >= 0) || !(record.algbw_gbs() >= 0))
+      return StrCat("collective record ", record.op(), " #", record.seq(), " has negative or NaN timing");
+  }
   return "";
 }
 

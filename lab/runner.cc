@@ -75,7 +75,8 @@ class Daemons {
       auto p = Subprocess::Spawn(
           {{bin_dir_ + "/rocefab-hostd", "--collector", grpc_, "--interval", interval,
             "--host-name", host.name(), "--sysfs-root", root + "/sys", "--proc-root",
-            root + "/proc", "--ethtool-dir", root + "/ethtool", "--no-netlink"},
+            root + "/proc", "--ethtool-dir", root + "/ethtool", "--no-netlink",
+            "--inspector-glob", root + "/nccl-inspector-*"},
            {{"NOTIFY_SOCKET", agents_ready.path()}},
            run_dir_ + "/logs/hostd-" + host.name() + ".out",
            run_dir_ + "/logs/hostd-" + host.name() + ".log"});

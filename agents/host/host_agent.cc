@@ -8,11 +8,12 @@ constexpr char kLog[] = "hostd";
 }
 
 HostAgent::HostAgent(HostPoller& poller, TelemetryShipper& shipper, const FsRoot& proc_root,
-                     const Clock& clock)
+                     const Clock& clock, InspectorTailer* inspector)
     : poller_(poller),
       shipper_(shipper),
       proc_root_(proc_root),
-      clock_(clock) {}
+      clock_(clock),
+      inspector_(inspector) {}
 
 void HostAgent::PollOnce() {
   const std::string boot_id = ReadHostBootId(proc_root_);
@@ -24,6 +25,12 @@ void HostAgent::PollOnce() {
   HostSnapshot snapshot = poller_.Poll();
   v1::TelemetryBatch batch = builder_.NewBatch(clock_.NowUs());
   AppendSnapshot(snapshot, &builder_, &batch);
+  if (inspector_ != nullptr) {
+    const uint64_t bad_before = tail_stats_.bad_lines;
+    for (auto& record : inspector_->Poll(&tail_stats_)) *batch.add_collectives() = std::move(record);
+    // Garbage in the logs counts like garbage in sysfs.
+    batch.mutable_health()->set_parse_errors(batch.health().parse_errors() + tail_stats_.bad_lines - bad_before);
+  }
   shipper_.Enqueue(std::move(batch));
 }
 

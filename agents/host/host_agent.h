@@ -3,6 +3,7 @@
 // and hand it to the shipper. common/agent_loop.h calls it every interval.
 
 #include "agents/host/host_poller.h"
+#include "agents/host/inspector_tailer.h"
 #include "common/batch_builder.h"
 #include "common/clock.h"
 #include "common/fs_root.h"
@@ -12,8 +13,9 @@ namespace rocefab::hostd {
 
 class HostAgent final {
  public:
+  // `inspector` (optional) adds collective records from NCCL Inspector logs.
   HostAgent(HostPoller& poller, TelemetryShipper& shipper, const FsRoot& proc_root,
-            const Clock& clock);
+            const Clock& clock, InspectorTailer* inspector = nullptr);
 
   // One poll: snapshot, batch, enqueue.
   void PollOnce();
@@ -24,6 +26,8 @@ class HostAgent final {
   const FsRoot& proc_root_;
   const Clock& clock_;
   BatchBuilder builder_;
+  InspectorTailer* inspector_;
+  TailStats tail_stats_;
 };
 
 }  // namespace rocefab::hostd

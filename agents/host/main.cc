@@ -76,6 +76,10 @@ int main(int argc, char** argv) {
                  "read DIR/<netdev>/statistics (`ethtool -S` text) instead of the SIOCETHTOOL ioctl");
   app.add_option("--host-name", host_name, "host name to report (default: the system hostname)");
   app.add_flag("--no-netlink", no_netlink, "do not read link state through netlink");
+  std::vector<std::string> inspector_globs;
+  app.add_option("--inspector-glob", inspector_globs,
+                 "NCCL Inspector dump directories to follow, e.g. '/var/log/nccl-inspector-*' "
+                 "(repeatable)");
   app.add_flag("--once", once, "print one snapshot of cumulative values and exit");
   app.add_option("-o,--output", output, "--once output format")
       ->check(CLI::IsMember({"json", "table"}))
@@ -101,6 +105,7 @@ int main(int argc, char** argv) {
   if (app.count("--ethtool-dir")) config.set_ethtool_dir(ethtool_dir);
   if (app.count("--host-name")) config.set_host_name(host_name);
   if (no_netlink) config.set_netlink(false);
+  for (const auto& pattern : inspector_globs) config.add_inspector_globs(pattern);
   auto interval = ResolveDurationUs("--interval", app.count("--interval") > 0, interval_text,
                                     config.has_interval(), config.interval());
   if (!interval.ok()) return UsageError(kProgram, interval.status());
@@ -136,7 +141,11 @@ int main(int argc, char** argv) {
   shipper_options.max_pending = config.max_pending_batches();
   TelemetryShipper shipper(shipper_options, clock);
   if (auto status = shipper.Start(); !status.ok()) return UsageError(kProgram, status);
-  hostd::HostAgent agent(poller, shipper, proc, clock);
+  std::unique_ptr<hostd::InspectorTailer> inspector;
+  if (!config.inspector_globs().empty())
+    inspector = std::make_unique<hostd::InspectorTailer>(
+        std::vector<std::string>(config.inspector_globs().begin(), config.inspector_globs().end()));
+  hostd::HostAgent agent(poller, shipper, proc, clock, inspector.get());
   AgentLoop loop(interval_us, [&] { agent.PollOnce(); }, shipper, clock);
   boost::asio::io_context io;
   LOG_INFO("hostd", "host ", config.host_name(), ": polling every ", FormatDurationUs(interval_us),

@@ -103,6 +103,18 @@ TEST(Lab, StormRunReachesTheCollectorExactlyWhereTheModelPutIt) {
     sqlite3_finalize(stmt);
   }
   for (const auto& host : (*topology)->proto().hosts()) EXPECT_TRUE(agents.count(host.name())) << host.name();
+  // Collective timings arrived from every rank's NCCL Inspector log, with
+  // the job taken from the dump directory's name.
+  {
+    sqlite3_stmt* stmt = nullptr;
+    sqlite3_prepare_v2(db, "SELECT count(DISTINCT rank), count(*), min(busbw_gbs) FROM collectives "
+                           "WHERE job = '4711' AND op = 'AllReduce'", -1, &stmt, nullptr);
+    ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int64(stmt, 0), 32);  // 8 hosts x 4 GPUs
+    EXPECT_GE(sqlite3_column_int64(stmt, 1), 32 * 20);
+    EXPECT_GT(sqlite3_column_double(stmt, 2), 0);
+    sqlite3_finalize(stmt);
+  }
   for (const auto& sw : (*topology)->proto().switches()) EXPECT_TRUE(agents.count(sw.name())) << sw.name();
 
   // Nothing paused before the storm.
