@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/control_commands.h"
+#include "cli/job_commands.h"
 
 int main(int argc, char** argv) {
   using namespace rocefab::cli;
@@ -69,6 +70,24 @@ int main(int argc, char** argv) {
   }
   drain->add_flag("--force", control.force, "drain even below the policy's minimum uplink capacity");
 
+  JobOptions job_options;
+  auto* job = app.add_subcommand("job", "the training job registry");
+  job->require_subcommand(1);
+  auto* job_start = job->add_subcommand("start", "register a running job and its ranks");
+  job_start->add_option("--id", job_options.id, "job id (Slurm job id)")->required();
+  job_start->add_option("--name", job_options.name, "job name");
+  job_start->add_option("--ranks", job_options.ranks_file, "file of 'rank host gpu nic' lines");
+  job_start->add_option("--hostlist", job_options.hostlist,
+                        "Slurm hostlist, e.g. 'z1-r01-h[1-2]' (ranks host-major)");
+  job_start->add_option("--gpus-per-host", job_options.gpus_per_host, "with --hostlist")
+      ->capture_default_str();
+  job_start->add_option("--topology", job_options.topology,
+                        "with --hostlist: topology YAML to take each GPU's NIC from");
+  auto* job_end = job->add_subcommand("end", "mark a job ended");
+  job_end->add_option("id", job_options.id, "job id")->required();
+  auto* job_list = job->add_subcommand("list", "running jobs (--all: ended ones too)");
+  job_list->add_flag("--all", job_options.all, "include ended jobs");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -77,6 +96,9 @@ int main(int argc, char** argv) {
   }
   if (agents->parsed()) return RunAgents(global, std::cout, std::cerr);
   if (counters->parsed()) return RunCounters(global, counters_options, std::cout, std::cerr);
+  if (job_start->parsed()) return RunJobStart(global, job_options, std::cout, std::cerr);
+  if (job_end->parsed()) return RunJobEnd(global, job_options, std::cout, std::cerr);
+  if (job_list->parsed()) return RunJobList(global, job_options, std::cout, std::cerr);
   if (plan->parsed()) return RunConfigPlan(global, control, std::cout, std::cerr);
   if (apply->parsed()) return RunConfigApply(global, control, std::cout, std::cerr);
   if (status->parsed()) return RunConfigStatus(global, control, std::cout, std::cerr);

@@ -1,10 +1,17 @@
 #include "collector/query_service.h"
 
+#include <set>
+#include <string>
+
 namespace rocefab::collector {
 namespace {
 
 grpc::Status ToGrpc(const absl::Status& status) {
-  return grpc::Status(grpc::StatusCode::INTERNAL, std::string(status.message()));
+  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
+  if (absl::IsAlreadyExists(status)) code = grpc::StatusCode::ALREADY_EXISTS;
+  else if (absl::IsNotFound(status)) code = grpc::StatusCode::NOT_FOUND;
+  else if (absl::IsInvalidArgument(status)) code = grpc::StatusCode::INVALID_ARGUMENT;
+  return grpc::Status(code, std::string(status.message()));
 }
 
 }  // namespace
@@ -26,6 +33,43 @@ grpc::Status QueryService::GetCounters(grpc::ServerContext*, const v1::GetCounte
   auto rows = store_.GetCounters(*request);
   if (!rows.ok()) return ToGrpc(rows.status());
   for (auto& row : *rows) *response->add_rows() = std::move(row);
+  response->set_now_us(clock_.NowUs());
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::StartJob(grpc::ServerContext*, const v1::StartJobRequest* request,
+                                   v1::StartJobResponse* response) {
+  v1::Job job = request->job();
+  if (job.id().empty() || job.id().size() > 128)
+    return ToGrpc(absl::InvalidArgumentError("a job needs an id of 1-128 characters"));
+  if (job.ranks().empty()) return ToGrpc(absl::InvalidArgumentError("a job needs at least one rank"));
+  std::set<uint32_t> seen;
+  for (const auto& r : job.ranks()) {
+    if (!seen.insert(r.rank()).second)
+      return ToGrpc(absl::InvalidArgumentError("rank " + std::to_string(r.rank()) + " is listed twice"));
+    if (r.host().empty()) return ToGrpc(absl::InvalidArgumentError("rank " + std::to_string(r.rank()) + " has no host"));
+  }
+  if (job.start_us() == 0) job.set_start_us(clock_.NowUs());
+  if (job.name().empty()) job.set_name(job.id());
+  auto stored = store_.StartJob(job);
+  if (!stored.ok()) return ToGrpc(stored.status());
+  *response->mutable_job() = *stored;
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::EndJob(grpc::ServerContext*, const v1::EndJobRequest* request,
+                                 v1::EndJobResponse* response) {
+  auto ended = store_.EndJob(request->id(), request->end_us() == 0 ? clock_.NowUs() : request->end_us());
+  if (!ended.ok()) return ToGrpc(ended.status());
+  *response->mutable_job() = *ended;
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* request,
+                                   v1::ListJobsResponse* response) {
+  auto jobs = store_.ListJobs(request->include_ended());
+  if (!jobs.ok()) return ToGrpc(jobs.status());
+  for (auto& job : *jobs) *response->add_jobs() = std::move(job);
   response->set_now_us(clock_.NowUs());
   return grpc::Status::OK;
 }

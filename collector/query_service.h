@@ -18,6 +18,9 @@ class QueryService final : public v1::Query::Service {
                           v1::ListAgentsResponse* response) override;
   grpc::Status GetCounters(grpc::ServerContext* context, const v1::GetCountersRequest* request,
                            v1::GetCountersResponse* response) override;
+  grpc::Status StartJob(grpc::ServerContext*, const v1::StartJobRequest*, v1::StartJobResponse*) override;
+  grpc::Status EndJob(grpc::ServerContext*, const v1::EndJobRequest*, v1::EndJobResponse*) override;
+  grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*, v1::ListJobsResponse*) override;
 
  private:
   Store& store_;

@@ -82,6 +82,20 @@ CREATE TABLE IF NOT EXISTS collectives(
   agent_id TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS collectives_by_job ON collectives(job, ts_us);
+CREATE TABLE IF NOT EXISTS jobs(
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  start_us INTEGER NOT NULL,
+  end_us INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS job_ranks(
+  job TEXT NOT NULL,
+  rank INTEGER NOT NULL,
+  host TEXT NOT NULL,
+  gpu INTEGER NOT NULL,
+  nic TEXT NOT NULL,
+  PRIMARY KEY(job, rank)
+) WITHOUT ROWID;
 )sql";
 
 absl::Status SqlError(sqlite3* db, std::string_view what) {
@@ -184,6 +198,12 @@ absl::Status Store::Init(const StoreOptions& options) {
                       nullptr) != SQLITE_OK)
     return absl::UnavailableError(StrCat("cannot open database ", options.path, " for reading"));
   sqlite3_busy_timeout(reader_, 5000);
+  // The job registry writes from query threads: its own connection, so the
+  // ingester's writer connection stays single-threaded.
+  if (sqlite3_open_v2(options.path.c_str(), &jobs_db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK)
+    return absl::UnavailableError(StrCat("cannot open database ", options.path, " for jobs"));
+  sqlite3_busy_timeout(jobs_db_, 5000);
 
   begin_ = Statement(writer_, "BEGIN IMMEDIATE");
   commit_ = Statement(writer_, "COMMIT");
@@ -235,6 +255,7 @@ Store::~Store() {
     *s = Statement();
   if (writer_) sqlite3_close(writer_);
   if (reader_) sqlite3_close(reader_);
+  if (jobs_db_) sqlite3_close(jobs_db_);
 }
 
 absl::StatusOr<int64_t> Store::SeriesId(const v1::EntitySamples& entity, const v1::Sample& sample) {
@@ -387,6 +408,80 @@ absl::StatusOr<uint64_t> Store::Prune(int64_t cutoff_us) {
     deleted += sqlite3_changes(writer_);
   }
   return deleted;
+}
+
+absl::StatusOr<v1::Job> Store::StartJob(const v1::Job& job) {
+  std::lock_guard lock(jobs_mu_);
+  Statement find(jobs_db_, "SELECT end_us FROM jobs WHERE id = ?1");
+  BindText(find.get(), 1, job.id());
+  if (sqlite3_step(find.get()) == SQLITE_ROW && sqlite3_column_int64(find.get(), 0) == 0)
+    return absl::AlreadyExistsError(StrCat("job ", job.id(), " is already running"));
+  Statement begin(jobs_db_, "BEGIN IMMEDIATE"), commit(jobs_db_, "COMMIT"), rollback(jobs_db_, "ROLLBACK");
+  if (sqlite3_step(begin.get()) != SQLITE_DONE) return SqlError(jobs_db_, "begin job");
+  Statement del(jobs_db_, "DELETE FROM job_ranks WHERE job = ?1");
+  BindText(del.get(), 1, job.id());
+  Statement put(jobs_db_, "INSERT OR REPLACE INTO jobs VALUES(?1, ?2, ?3, 0)");
+  BindText(put.get(), 1, job.id());
+  BindText(put.get(), 2, job.name());
+  sqlite3_bind_int64(put.get(), 3, job.start_us());
+  bool ok = sqlite3_step(del.get()) == SQLITE_DONE && sqlite3_step(put.get()) == SQLITE_DONE;
+  Statement rank(jobs_db_, "INSERT INTO job_ranks VALUES(?1, ?2, ?3, ?4, ?5)");
+  for (const auto& r : job.ranks()) {
+    if (!ok) break;
+    sqlite3_reset(rank.get());
+    BindText(rank.get(), 1, job.id());
+    sqlite3_bind_int64(rank.get(), 2, r.rank());
+    BindText(rank.get(), 3, r.host());
+    sqlite3_bind_int64(rank.get(), 4, r.gpu());
+    BindText(rank.get(), 5, r.nic());
+    ok = sqlite3_step(rank.get()) == SQLITE_DONE;
+  }
+  if (!ok) {
+    absl::Status status = SqlError(jobs_db_, "store job");
+    sqlite3_step(rollback.get());
+    return status;
+  }
+  if (sqlite3_step(commit.get()) != SQLITE_DONE) return SqlError(jobs_db_, "commit job");
+  return job;
+}
+
+absl::StatusOr<v1::Job> Store::EndJob(const std::string& id, int64_t end_us) {
+  std::lock_guard lock(jobs_mu_);
+  Statement end(jobs_db_, "UPDATE jobs SET end_us = ?2 WHERE id = ?1 AND end_us = 0");
+  BindText(end.get(), 1, id);
+  sqlite3_bind_int64(end.get(), 2, end_us);
+  if (sqlite3_step(end.get()) != SQLITE_DONE) return SqlError(jobs_db_, "end job");
+  if (sqlite3_changes(jobs_db_) == 0) return absl::NotFoundError(StrCat("no running job ", id));
+  v1::Job job;
+  job.set_id(id);
+  job.set_end_us(end_us);
+  return job;
+}
+
+absl::StatusOr<std::vector<v1::Job>> Store::ListJobs(bool include_ended) {
+  std::lock_guard lock(reader_mu_);
+  Statement jobs(reader_, "SELECT id, name, start_us, end_us FROM jobs WHERE ?1 OR end_us = 0 ORDER BY start_us DESC");
+  Statement ranks(reader_, "SELECT rank, host, gpu, nic FROM job_ranks WHERE job = ?1 ORDER BY rank");
+  sqlite3_bind_int(jobs.get(), 1, include_ended ? 1 : 0);
+  std::vector<v1::Job> out;
+  while (sqlite3_step(jobs.get()) == SQLITE_ROW) {
+    v1::Job job;
+    job.set_id(ColumnText(jobs.get(), 0));
+    job.set_name(ColumnText(jobs.get(), 1));
+    job.set_start_us(sqlite3_column_int64(jobs.get(), 2));
+    job.set_end_us(sqlite3_column_int64(jobs.get(), 3));
+    sqlite3_reset(ranks.get());
+    BindText(ranks.get(), 1, job.id());
+    while (sqlite3_step(ranks.get()) == SQLITE_ROW) {
+      auto* r = job.add_ranks();
+      r->set_rank(static_cast<uint32_t>(sqlite3_column_int64(ranks.get(), 0)));
+      r->set_host(ColumnText(ranks.get(), 1));
+      r->set_gpu(static_cast<uint32_t>(sqlite3_column_int64(ranks.get(), 2)));
+      r->set_nic(ColumnText(ranks.get(), 3));
+    }
+    out.push_back(std::move(job));
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<v1::AgentInfo>> Store::ListAgents() {

@@ -68,6 +68,11 @@ class Store final {
   // Deletes samples and batch records older than `cutoff_us`. Writer thread only.
   absl::StatusOr<uint64_t> Prune(int64_t cutoff_us);
 
+  // The job registry; any thread (job changes are rare and short).
+  absl::StatusOr<v1::Job> StartJob(const v1::Job& job);
+  absl::StatusOr<v1::Job> EndJob(const std::string& id, int64_t end_us);
+  absl::StatusOr<std::vector<v1::Job>> ListJobs(bool include_ended);
+
   // Reads; any thread.
   absl::StatusOr<std::vector<v1::AgentInfo>> ListAgents();
   absl::StatusOr<std::vector<v1::CounterRow>> GetCounters(const v1::GetCountersRequest& request);
@@ -81,6 +86,8 @@ class Store final {
   sqlite3* writer_ = nullptr;
   sqlite3* reader_ = nullptr;
   std::mutex reader_mu_;
+  sqlite3* jobs_db_ = nullptr;
+  std::mutex jobs_mu_;
   // Writer statements.
   Statement begin_, commit_, rollback_, insert_batch_, upsert_agent_, insert_series_,
       find_series_, insert_sample_, insert_collective_;

@@ -193,6 +193,38 @@ TEST_F(TelemetrySpine, TwoHostAgentsReportAndTheCliShowsThem) {
   EXPECT_NE(out.find("pfc_rx_pause_frames"), std::string::npos);
   EXPECT_NE(out.find("42"), std::string::npos) << out;
 
+  // The job registry, as Slurm's prolog and epilog drive it.
+  {
+    const std::string prolog = std::string(ROCEFAB_SOURCE_DIR) + "/deploy/slurm/prolog.sh";
+    Subprocess run({{"/bin/bash", prolog},
+                    {{"PATH", BinDir() + ":/usr/bin:/bin"},
+                     {"ROCEFAB_COLLECTOR", grpc_address_},
+                     {"SLURM_JOB_ID", "4711"},
+                     {"SLURM_JOB_NAME", "llama-pretrain"},
+                     {"SLURM_JOB_NODELIST", "z1-r01-h[1-2]"},
+                     {"SLURM_GPUS_ON_NODE", "2"}},
+                    dir_ / "prolog.out",
+                    dir_ / "prolog.out"});
+    ASSERT_EQ(run.Wait(), 0);
+  }
+  ASSERT_EQ(Cli({"job", "list", "-o", "json"}, &out, &err), 0) << err;
+  {
+    const nlohmann::json jobs = nlohmann::json::parse(out);
+    ASSERT_EQ(jobs["jobs"].size(), 1u) << out << testing::ReadFile(dir_ / "prolog.out");
+    EXPECT_EQ(jobs["jobs"][0]["id"], "4711");
+    EXPECT_EQ(jobs["jobs"][0]["ranks"], 4);
+    EXPECT_EQ(jobs["jobs"][0]["hosts"], nlohmann::json({"z1-r01-h1", "z1-r01-h2"}));
+  }
+  EXPECT_EQ(Cli({"job", "start", "--id", "4711", "--hostlist", "z1-r01-h1"}, &out, &err), 1);
+  EXPECT_NE(err.find("already running"), std::string::npos) << err;
+  EXPECT_EQ(Cli({"job", "start", "--id", "4712", "--hostlist", "z1-r01-h["}, &out, &err), 2);
+  ASSERT_EQ(Cli({"job", "end", "4711"}, &out, &err), 0) << err;
+  EXPECT_EQ(Cli({"job", "end", "4711"}, &out, &err), 1);
+  ASSERT_EQ(Cli({"job", "list"}, &out, &err), 0);
+  EXPECT_NE(out.find("no jobs"), std::string::npos);
+  ASSERT_EQ(Cli({"job", "list", "--all"}, &out, &err), 0);
+  EXPECT_NE(out.find("4711"), std::string::npos);
+
   // Usage errors exit 2; an unreachable collector exits 1.
   EXPECT_EQ(Cli({"counters", "--counter", "rx_bogons"}, &out, &err), 2);
   EXPECT_NE(err.find("not in the counter vocabulary"), std::string::npos);

@@ -1,0 +1,186 @@
+#include "cli/job_commands.h"
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "cli/table.h"
+#include "common/fs_root.h"
+#include "common/grpc_util.h"
+#include "common/hostlist.h"
+#include "common/strings.h"
+#include "common/topology.h"
+#include "rocefab/v1/query.grpc.pb.h"
+
+namespace rocefab::cli {
+namespace {
+
+std::unique_ptr<v1::Query::Stub> Connect(const GlobalOptions& g) {
+  v1::TlsSettings tls;
+  tls.set_ca(g.tls_ca);
+  tls.set_cert(g.tls_cert);
+  tls.set_key(g.tls_key);
+  auto channel = MakeChannel(g.collector, tls);
+  return channel.ok() ? v1::Query::NewStub(*channel) : nullptr;
+}
+
+int Failed(const GlobalOptions& g, const grpc::Status& s, std::ostream& err) {
+  err << "rocefab: collector " << g.collector << ": " << s.error_message() << "\n";
+  return s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? 2 : 1;
+}
+
+void Deadline(grpc::ClientContext* c, const GlobalOptions& g) {
+  c->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(g.timeout_ms));
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Job> ParseRanksFile(std::string_view text, std::string_view source) {
+  v1::Job job;
+  int line_no = 0;
+  while (!text.empty()) {
+    ++line_no;
+    const size_t nl = text.find('\n');
+    std::string line(text.substr(0, nl));
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    for (char& c : line)
+      if (c == ',' || c == '\t' || c == '\r') c = ' ';
+    std::vector<std::string> fields;
+    for (size_t i = 0; i < line.size();) {
+      while (i < line.size() && line[i] == ' ') ++i;
+      size_t j = i;
+      while (j < line.size() && line[j] != ' ') ++j;
+      if (j > i) fields.push_back(line.substr(i, j - i));
+      i = j;
+    }
+    if (fields.empty()) continue;
+    uint32_t rank = 0, gpu = 0;
+    auto number = [](const std::string& t, uint32_t* v) {
+      auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), *v);
+      return ec == std::errc() && p == t.data() + t.size();
+    };
+    if (fields.size() != 4 || !number(fields[0], &rank) || !number(fields[2], &gpu))
+      return absl::InvalidArgumentError(
+          StrCat(source, ":", line_no, ": expected 'rank host gpu nic', e.g. '0 z1-r01-h1 0 mlx5_0'"));
+    auto* r = job.add_ranks();
+    r->set_rank(rank);
+    r->set_host(fields[1]);
+    r->set_gpu(gpu);
+    r->set_nic(fields[3]);
+  }
+  if (job.ranks().empty()) return absl::InvalidArgumentError(StrCat(source, ": no ranks"));
+  return job;
+}
+
+absl::StatusOr<v1::Job> RanksFromHostlist(const std::string& hostlist, uint32_t gpus_per_host,
+                                          const std::string& topology_path) {
+  if (gpus_per_host == 0 || gpus_per_host > 64)
+    return absl::InvalidArgumentError("--gpus-per-host must be 1-64");
+  auto hosts = ExpandHostlist(hostlist);
+  if (!hosts.ok()) return hosts.status();
+  std::shared_ptr<const Topology> topology;
+  if (!topology_path.empty()) {
+    auto loaded = Topology::Load(topology_path);
+    if (!loaded.ok()) return loaded.status();
+    topology = *loaded;
+  }
+  v1::Job job;
+  for (size_t h = 0; h < hosts->size(); ++h) {
+    const v1::TopoHost* host = topology ? topology->FindHost((*hosts)[h]) : nullptr;
+    if (topology && host == nullptr)
+      return absl::InvalidArgumentError(StrCat("host ", (*hosts)[h], " is not in ", topology_path));
+    for (uint32_t g = 0; g < gpus_per_host; ++g) {
+      auto* r = job.add_ranks();
+      r->set_rank(static_cast<uint32_t>(h) * gpus_per_host + g);
+      r->set_host((*hosts)[h]);
+      r->set_gpu(g);
+      r->set_nic(StrCat("mlx5_", g));
+      if (host != nullptr)
+        for (const auto& nic : host->nics())
+          if (nic.gpu() == g) r->set_nic(nic.name());
+    }
+  }
+  return job;
+}
+
+int RunJobStart(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.ranks_file.empty() == o.hostlist.empty()) {
+    err << "rocefab: job start needs --ranks FILE or --hostlist LIST (one of them)\n";
+    return 2;
+  }
+  absl::StatusOr<v1::Job> job = absl::InternalError("unset");
+  if (!o.ranks_file.empty()) {
+    auto text = ReadWholeFile(o.ranks_file);
+    if (!text.ok()) {
+      err << "rocefab: " << text.status().message() << "\n";
+      return 2;
+    }
+    job = ParseRanksFile(*text, o.ranks_file);
+  } else {
+    job = RanksFromHostlist(o.hostlist, o.gpus_per_host, o.topology);
+  }
+  if (!job.ok()) {
+    err << "rocefab: " << job.status().message() << "\n";
+    return 2;
+  }
+  job->set_id(o.id);
+  job->set_name(o.name);
+  v1::StartJobRequest request;
+  *request.mutable_job() = *job;
+  grpc::ClientContext context;
+  Deadline(&context, g);
+  v1::StartJobResponse response;
+  if (auto s = Connect(g)->StartJob(&context, request, &response); !s.ok()) return Failed(g, s, err);
+  if (g.output == "json")
+    out << nlohmann::json{{"id", response.job().id()}, {"ranks", response.job().ranks_size()},
+                          {"start_us", response.job().start_us()}}
+               .dump(2)
+        << "\n";
+  else
+    out << "job " << response.job().id() << " started: " << response.job().ranks_size() << " ranks\n";
+  return 0;
+}
+
+int RunJobEnd(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err) {
+  v1::EndJobRequest request;
+  request.set_id(o.id);
+  grpc::ClientContext context;
+  Deadline(&context, g);
+  v1::EndJobResponse response;
+  if (auto s = Connect(g)->EndJob(&context, request, &response); !s.ok()) return Failed(g, s, err);
+  out << "job " << o.id << " ended\n";
+  return 0;
+}
+
+int RunJobList(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err) {
+  v1::ListJobsRequest request;
+  request.set_include_ended(o.all);
+  grpc::ClientContext context;
+  Deadline(&context, g);
+  v1::ListJobsResponse response;
+  if (auto s = Connect(g)->ListJobs(&context, request, &response); !s.ok()) return Failed(g, s, err);
+  if (g.output == "json") {
+    nlohmann::json jobs = nlohmann::json::array();
+    for (const auto& job : response.jobs()) {
+      std::set<std::string> hosts;
+      for (const auto& r : job.ranks()) hosts.insert(r.host());
+      jobs.push_back({{"id", job.id()}, {"name", job.name()}, {"start_us", job.start_us()},
+                      {"end_us", job.end_us()}, {"ranks", job.ranks_size()}, {"hosts", hosts}});
+    }
+    out << nlohmann::json{{"jobs", jobs}}.dump(2) << "\n";
+    return 0;
+  }
+  Table table({"JOB", "NAME", "STARTED", "ENDED", "RANKS", "HOSTS"});
+  for (const auto& job : response.jobs()) {
+    std::set<std::string> hosts;
+    for (const auto& r : job.ranks()) hosts.insert(r.host());
+    table.AddRow({job.id(), job.name(), Ago(response.now_us(), job.start_us()),
+                  job.end_us() ? Ago(response.now_us(), job.end_us()) : "running",
+                  StrCat(job.ranks_size()), StrCat(hosts.size())});
+  }
+  if (table.rows() == 0) out << "no jobs\n";
+  else table.Print(out);
+  return 0;
+}
+
+}  // namespace rocefab::cli

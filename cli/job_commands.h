@@ -1,0 +1,33 @@
+#pragma once
+// rocefab job start|end|list: the collector's job registry. Slurm's prolog
+// and epilog (deploy/slurm/) call these.
+
+#include <ostream>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "cli/commands.h"
+#include "rocefab/v1/jobs.pb.h"
+
+namespace rocefab::cli {
+
+struct JobOptions {
+  std::string id, name, ranks_file, hostlist, topology;
+  uint32_t gpus_per_host = 8;
+  bool all = false;
+};
+
+// A ranks file: one "rank host gpu nic" per line (spaces or commas), '#'
+// comments. Errors name the line.
+absl::StatusOr<v1::Job> ParseRanksFile(std::string_view text, std::string_view source);
+
+// Ranks from a Slurm hostlist, host-major: rank = host index * G + gpu. The
+// NIC of GPU g is the topology's NIC with that gpu, else mlx5_<g>.
+absl::StatusOr<v1::Job> RanksFromHostlist(const std::string& hostlist, uint32_t gpus_per_host,
+                                          const std::string& topology_path);
+
+int RunJobStart(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err);
+int RunJobEnd(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err);
+int RunJobList(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err);
+
+}  // namespace rocefab::cli

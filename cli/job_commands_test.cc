@@ -1,0 +1,34 @@
+#include "cli/job_commands.h"
+
+#include <gtest/gtest.h>
+
+namespace rocefab::cli {
+namespace {
+
+TEST(ParseRanksFile, ReadsAndRejects) {
+  auto job = ParseRanksFile("# rank host gpu nic\n0 z1-r01-h1 0 mlx5_0\n1,z1-r01-h1,1,mlx5_1\n\n", "r.txt");
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_EQ(job->ranks_size(), 2);
+  EXPECT_EQ(job->ranks(1).nic(), "mlx5_1");
+  auto bad = ParseRanksFile("0 z1-r01-h1 0 mlx5_0\nx z1 0 mlx5_1\n", "r.txt");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("r.txt:2:"), std::string::npos);
+  EXPECT_FALSE(ParseRanksFile("# nothing\n", "r.txt").ok());
+  EXPECT_FALSE(ParseRanksFile("0 h 0\n", "r.txt").ok());
+}
+
+TEST(RanksFromHostlist, HostMajorRanks) {
+  auto job = RanksFromHostlist("z1-r01-h[1-2]", 2, "");
+  ASSERT_TRUE(job.ok());
+  ASSERT_EQ(job->ranks_size(), 4);
+  EXPECT_EQ(job->ranks(3).rank(), 3u);
+  EXPECT_EQ(job->ranks(3).host(), "z1-r01-h2");
+  EXPECT_EQ(job->ranks(3).gpu(), 1u);
+  EXPECT_EQ(job->ranks(3).nic(), "mlx5_1");
+  EXPECT_FALSE(RanksFromHostlist("h[1-2]", 0, "").ok());
+  EXPECT_FALSE(RanksFromHostlist("h[", 8, "").ok());
+  EXPECT_FALSE(RanksFromHostlist("h1", 8, "/nonexistent/topology.yaml").ok());
+}
+
+}  // namespace
+}  // namespace rocefab::cli

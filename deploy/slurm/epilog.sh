@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Slurm epilog (slurm.conf: EpilogSlurmctld=/etc/rocefab/slurm/epilog.sh):
+# marks the job ended in rocefab-collectord. Never fails the job.
+set -u
+[ -r /etc/rocefab/slurm.env ] && . /etc/rocefab/slurm.env
+collector=${ROCEFAB_COLLECTOR:-127.0.0.1:9410}
+if ! out=$(rocefab --collector "$collector" job end "${SLURM_JOB_ID:?}" 2>&1); then
+  logger -t rocefab-epilog "job ${SLURM_JOB_ID}: not ended: $out"
+fi
+exit 0

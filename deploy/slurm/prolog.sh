@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Slurm prolog (slurm.conf: PrologSlurmctld=/etc/rocefab/slurm/prolog.sh, run
+# once per job on the controller): registers the job and its ranks with
+# rocefab-collectord, so diagnosis knows which NICs and paths the job uses.
+# A failure is logged and never blocks the job.
+#
+# Settings (environment or /etc/rocefab/slurm.env):
+#   ROCEFAB_COLLECTOR   host:port of rocefab-collectord (default 127.0.0.1:9410)
+#   ROCEFAB_TOPOLOGY    topology YAML, to map each GPU to its NIC (optional)
+#   ROCEFAB_GPUS        GPUs per host (default: SLURM_GPUS_ON_NODE, else 8)
+set -u
+[ -r /etc/rocefab/slurm.env ] && . /etc/rocefab/slurm.env
+collector=${ROCEFAB_COLLECTOR:-127.0.0.1:9410}
+gpus=${ROCEFAB_GPUS:-${SLURM_GPUS_ON_NODE:-8}}
+args=(--collector "$collector" job start --id "${SLURM_JOB_ID:?}" --name "${SLURM_JOB_NAME:-}"
+      --hostlist "${SLURM_JOB_NODELIST:?}" --gpus-per-host "$gpus")
+[ -n "${ROCEFAB_TOPOLOGY:-}" ] && args+=(--topology "$ROCEFAB_TOPOLOGY")
+if ! out=$(rocefab "${args[@]}" 2>&1); then
+  logger -t rocefab-prolog "job ${SLURM_JOB_ID}: not registered: $out"
+fi
+exit 0
