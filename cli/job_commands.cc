@@ -1,9 +1,13 @@
 #include "cli/job_commands.h"
 
 #include <charconv>
+#include <cstdio>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "cli/table.h"
+#include "common/clock.h"
+#include "common/duration.h"
 #include "common/fs_root.h"
 #include "common/grpc_util.h"
 #include "common/hostlist.h"
@@ -149,6 +153,52 @@ int RunJobEnd(const GlobalOptions& g, const JobOptions& o, std::ostream& out, st
   v1::EndJobResponse response;
   if (auto s = Connect(g)->EndJob(&context, request, &response); !s.ok()) return Failed(g, s, err);
   out << "job " << o.id << " ended\n";
+  return 0;
+}
+
+int RunJobShow(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err) {
+  auto since = ParseDurationUs(o.since);
+  if (!since.ok()) {
+    err << "rocefab: --since: " << since.status().message() << "\n";
+    return 2;
+  }
+  auto bucket = ParseDurationUs(o.bucket);
+  if (!bucket.ok() || *bucket < 1'000'000) {
+    err << "rocefab: --bucket: a duration of at least 1s, e.g. 10s or 1m\n";
+    return 2;
+  }
+  v1::JobTimelineRequest request;
+  request.set_job(o.id);
+  request.set_since_us(SystemClock::Instance().NowUs() - *since);
+  request.set_bucket_seconds(static_cast<uint32_t>(std::min<int64_t>(*bucket / 1'000'000, 86400)));
+  grpc::ClientContext context;
+  Deadline(&context, g);
+  v1::JobTimelineResponse response;
+  if (auto s = Connect(g)->JobTimeline(&context, request, &response); !s.ok()) return Failed(g, s, err);
+  if (g.output == "json") {
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& p : response.points())
+      points.push_back({{"start_us", p.start_us()}, {"op", p.op()}, {"records", p.records()},
+                        {"ranks", p.ranks()}, {"mean_busbw_gbs", p.mean_busbw_gbs()},
+                        {"min_busbw_gbs", p.min_busbw_gbs()}, {"max_exec_time_us", p.max_exec_time_us()}});
+    out << nlohmann::json{{"job", o.id}, {"points", points}}.dump(2) << "\n";
+    return 0;
+  }
+  if (response.points().empty()) {
+    out << "no collective records for job " << o.id << " in the last " << o.since
+        << " (is rocefab-hostd following its NCCL Inspector logs?)\n";
+    return 0;
+  }
+  Table table({"TIME", "COLLECTIVE", "RANKS", "RECORDS", "BUSBW GB/S (MEAN)", "SLOWEST RANK", "MAX KERNEL MS"});
+  const int64_t now = SystemClock::Instance().NowUs();
+  char mean[32], min[32], exec[32];
+  for (const auto& p : response.points()) {
+    std::snprintf(mean, sizeof mean, "%.1f", p.mean_busbw_gbs());
+    std::snprintf(min, sizeof min, "%.1f", p.min_busbw_gbs());
+    std::snprintf(exec, sizeof exec, "%.2f", p.max_exec_time_us() / 1000);
+    table.AddRow({Ago(now, p.start_us()), p.op(), StrCat(p.ranks()), StrCat(p.records()), mean, min, exec});
+  }
+  table.Print(out);
   return 0;
 }
 

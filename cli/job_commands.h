@@ -15,6 +15,8 @@ struct JobOptions {
   std::string id, name, ranks_file, hostlist, topology;
   uint32_t gpus_per_host = 8;
   bool all = false;
+  std::string since = "10m";
+  std::string bucket = "10s";
 };
 
 // A ranks file: one "rank host gpu nic" per line (spaces or commas), '#'
@@ -28,6 +30,7 @@ absl::StatusOr<v1::Job> RanksFromHostlist(const std::string& hostlist, uint32_t 
 
 int RunJobStart(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err);
 int RunJobEnd(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err);
+int RunJobShow(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err);
 int RunJobList(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err);
 
 }  // namespace rocefab::cli

@@ -85,6 +85,11 @@ int main(int argc, char** argv) {
                         "with --hostlist: topology YAML to take each GPU's NIC from");
   auto* job_end = job->add_subcommand("end", "mark a job ended");
   job_end->add_option("id", job_options.id, "job id")->required();
+  auto* job_show = job->add_subcommand("show", "bus bandwidth per collective over time (NCCL's view)");
+  job_show->add_option("id", job_options.id, "job id")->required();
+  job_show->add_option("--since", job_options.since, "how far back, e.g. 10m")->capture_default_str();
+  job_show->add_option("--bucket", job_options.bucket, "time per row, e.g. 10s, 1m")
+      ->capture_default_str();
   auto* job_list = job->add_subcommand("list", "running jobs (--all: ended ones too)");
   job_list->add_flag("--all", job_options.all, "include ended jobs");
 
@@ -99,6 +104,7 @@ int main(int argc, char** argv) {
   if (job_start->parsed()) return RunJobStart(global, job_options, std::cout, std::cerr);
   if (job_end->parsed()) return RunJobEnd(global, job_options, std::cout, std::cerr);
   if (job_list->parsed()) return RunJobList(global, job_options, std::cout, std::cerr);
+  if (job_show->parsed()) return RunJobShow(global, job_options, std::cout, std::cerr);
   if (plan->parsed()) return RunConfigPlan(global, control, std::cout, std::cerr);
   if (apply->parsed()) return RunConfigApply(global, control, std::cout, std::cerr);
   if (status->parsed()) return RunConfigStatus(global, control, std::cout, std::cerr);

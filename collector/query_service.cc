@@ -74,4 +74,14 @@ grpc::Status QueryService::ListJobs(grpc::ServerContext*, const v1::ListJobsRequ
   return grpc::Status::OK;
 }
 
+grpc::Status QueryService::JobTimeline(grpc::ServerContext*, const v1::JobTimelineRequest* request,
+                                      v1::JobTimelineResponse* response) {
+  if (request->job().empty()) return ToGrpc(absl::InvalidArgumentError("which job?"));
+  const int64_t bucket_us = static_cast<int64_t>(request->bucket_seconds() == 0 ? 10 : request->bucket_seconds()) * 1'000'000;
+  auto points = store_.JobTimeline(request->job(), request->since_us(), bucket_us);
+  if (!points.ok()) return ToGrpc(points.status());
+  for (auto& p : *points) *response->add_points() = std::move(p);
+  return grpc::Status::OK;
+}
+
 }  // namespace rocefab::collector

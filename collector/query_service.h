@@ -21,6 +21,8 @@ class QueryService final : public v1::Query::Service {
   grpc::Status StartJob(grpc::ServerContext*, const v1::StartJobRequest*, v1::StartJobResponse*) override;
   grpc::Status EndJob(grpc::ServerContext*, const v1::EndJobRequest*, v1::EndJobResponse*) override;
   grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*, v1::ListJobsResponse*) override;
+  grpc::Status JobTimeline(grpc::ServerContext*, const v1::JobTimelineRequest*,
+                           v1::JobTimelineResponse*) override;
 
  private:
   Store& store_;

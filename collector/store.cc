@@ -484,6 +484,34 @@ absl::StatusOr<std::vector<v1::Job>> Store::ListJobs(bool include_ended) {
   return out;
 }
 
+absl::StatusOr<std::vector<v1::JobTimelinePoint>> Store::JobTimeline(const std::string& job,
+                                                                     int64_t since_us,
+                                                                     int64_t bucket_us) {
+  std::lock_guard lock(reader_mu_);
+  Statement stmt(reader_, R"sql(
+SELECT (ts_us / ?3) * ?3 AS bucket, op, count(*), count(DISTINCT rank), avg(busbw_gbs),
+       min(busbw_gbs), max(exec_time_us)
+FROM collectives WHERE job = ?1 AND ts_us >= ?2
+GROUP BY bucket, op ORDER BY bucket, op)sql");
+  if (!stmt.ok()) return SqlError(reader_, "job timeline");
+  BindText(stmt.get(), 1, job);
+  sqlite3_bind_int64(stmt.get(), 2, since_us);
+  sqlite3_bind_int64(stmt.get(), 3, bucket_us);
+  std::vector<v1::JobTimelinePoint> points;
+  while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
+    v1::JobTimelinePoint p;
+    p.set_start_us(sqlite3_column_int64(stmt.get(), 0));
+    p.set_op(ColumnText(stmt.get(), 1));
+    p.set_records(static_cast<uint64_t>(sqlite3_column_int64(stmt.get(), 2)));
+    p.set_ranks(static_cast<uint32_t>(sqlite3_column_int64(stmt.get(), 3)));
+    p.set_mean_busbw_gbs(sqlite3_column_double(stmt.get(), 4));
+    p.set_min_busbw_gbs(sqlite3_column_double(stmt.get(), 5));
+    p.set_max_exec_time_us(sqlite3_column_double(stmt.get(), 6));
+    points.push_back(std::move(p));
+  }
+  return points;
+}
+
 absl::StatusOr<std::vector<v1::AgentInfo>> Store::ListAgents() {
   std::lock_guard lock(reader_mu_);
   Statement stmt(reader_,

@@ -72,6 +72,8 @@ class Store final {
   absl::StatusOr<v1::Job> StartJob(const v1::Job& job);
   absl::StatusOr<v1::Job> EndJob(const std::string& id, int64_t end_us);
   absl::StatusOr<std::vector<v1::Job>> ListJobs(bool include_ended);
+  absl::StatusOr<std::vector<v1::JobTimelinePoint>> JobTimeline(const std::string& job, int64_t since_us,
+                                                                int64_t bucket_us);
 
   // Reads; any thread.
   absl::StatusOr<std::vector<v1::AgentInfo>> ListAgents();

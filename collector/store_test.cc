@@ -149,6 +149,30 @@ TEST_F(StoreTest, SurvivesReopen) {
   EXPECT_EQ(again[0].status, v1::ACK_STATUS_DUPLICATE);
 }
 
+TEST_F(StoreTest, JobTimelineBucketsCollectiveRecords) {
+  v1::TelemetryBatch batch = Batch(1, 1, 1, std::nullopt);
+  for (int i = 0; i < 4; ++i) {
+    auto* r = batch.add_collectives();
+    r->set_job("4711");
+    r->set_rank(i % 2);
+    r->set_op("AllReduce");
+    r->set_seq(i);
+    r->set_busbw_gbs(i < 2 ? 300 : 100);  // the second 10 s bucket is slower
+    r->set_exec_time_us(1000 * (i + 1));
+    r->set_timestamp_us(i < 2 ? 1'000'000 : 11'000'000);
+  }
+  Write({batch});
+  auto points = store_->JobTimeline("4711", 0, 10'000'000);
+  ASSERT_TRUE(points.ok()) << points.status();
+  ASSERT_EQ(points->size(), 2u);
+  EXPECT_EQ((*points)[0].start_us(), 0);
+  EXPECT_EQ((*points)[0].ranks(), 2u);
+  EXPECT_DOUBLE_EQ((*points)[0].mean_busbw_gbs(), 300);
+  EXPECT_DOUBLE_EQ((*points)[1].min_busbw_gbs(), 100);
+  EXPECT_DOUBLE_EQ((*points)[1].max_exec_time_us(), 4000);
+  EXPECT_TRUE(store_->JobTimeline("other", 0, 10'000'000)->empty());
+}
+
 TEST(StoreOpen, ClearErrors) {
   auto missing_dir = Store::Open({"/nonexistent/dir/collector.db"});
   ASSERT_FALSE(missing_dir.ok());

@@ -28,6 +28,7 @@ echo "== rocefab demo: lab/scenarios/demo.yaml (about 70 s)"
 exec "$bin/rocefab-lab" run "$src/lab/scenarios/demo.yaml" --run-dir "$src/demo-run" \
   --timeline-every 5 \
   --show "agents" \
+  --show "job show 4711 --since 60s --bucket 10s" \
   --show "counters --counter pfc_tx_pause_frames --since 30s --top 6" \
   --show "counters --host z1-r03-h1 --device mlx5_3 --since 30s --top 8" \
   "${extra[@]}"

@@ -54,11 +54,16 @@ TEST(Lab, StormRunReachesTheCollectorExactlyWhereTheModelPutIt) {
   const std::string live_dir = "/dev/shm/rocefab-lab-test-" + std::to_string(getpid());
   const int code = testing::RunCommand({testing::BinDir() + "/rocefab-lab", "run", kScenario,
                                         "--run-dir", run_dir, "--live-dir", live_dir,
-                                        "--timeline-every", "10"},
+                                        "--timeline-every", "10", "--show",
+                                        "job show 4711 --since 60s --bucket 5s"},
                                        &out, &err);
   ASSERT_EQ(code, 0) << out << err;
   EXPECT_NE(out.find("FAULT  pfc_storm on z1-r02-h1/mlx5_1 starts"), std::string::npos) << out;
   EXPECT_NE(out.find("stopped all daemons cleanly"), std::string::npos) << out;
+  // The operator's view of the job from NCCL's own records.
+  EXPECT_NE(out.find("$ rocefab job show 4711"), std::string::npos) << out;
+  EXPECT_NE(out.find("SLOWEST RANK"), std::string::npos) << out;
+  EXPECT_NE(out.find("AllReduce"), std::string::npos) << out;
   // Nothing of the run is left running, and the live trees were moved.
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string cmdline = testing::ReadFile(entry.path().string() + "/cmdline");
