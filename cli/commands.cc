@@ -13,7 +13,17 @@
 namespace rocefab::cli {
 namespace {
 
-absl::StatusOr<std::unique_ptr<v1::Query::Stub>> Connect(const GlobalOptions& global) {
+std::string AgentKindName(v1::AgentKind kind) {
+  switch (kind) {
+    case v1::AGENT_KIND_HOST: return "host";
+    case v1::AGENT_KIND_SWITCH: return "switch";
+    default: return "unknown";
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<v1::Query::Stub>> ConnectCollector(const GlobalOptions& global) {
   v1::TlsSettings tls;
   tls.set_ca(global.tls_ca);
   tls.set_cert(global.tls_cert);
@@ -28,27 +38,17 @@ void SetDeadline(grpc::ClientContext* context, const GlobalOptions& global) {
                         std::chrono::milliseconds(global.timeout_ms));
 }
 
-int RpcFailed(const GlobalOptions& global, const grpc::Status& status, std::ostream& err) {
+int CollectorRpcFailed(const GlobalOptions& global, const grpc::Status& status, std::ostream& err) {
   err << "rocefab: collector " << global.collector << ": " << status.error_message();
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
     err << " (is rocefab-collectord running there? set --collector HOST:PORT)";
   err << "\n";
-  return 1;
+  return status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? 2 : 1;
 }
-
-std::string AgentKindName(v1::AgentKind kind) {
-  switch (kind) {
-    case v1::AGENT_KIND_HOST: return "host";
-    case v1::AGENT_KIND_SWITCH: return "switch";
-    default: return "unknown";
-  }
-}
-
-}  // namespace
 
 int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err) {
-  auto stub = Connect(global);
+  auto stub = ConnectCollector(global);
   if (!stub.ok()) {
     err << "rocefab: " << stub.status().message() << "\n";
     return 2;
@@ -57,7 +57,7 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
   SetDeadline(&context, global);
   v1::ListAgentsResponse response;
   grpc::Status status = (*stub)->ListAgents(&context, v1::ListAgentsRequest(), &response);
-  if (!status.ok()) return RpcFailed(global, status, err);
+  if (!status.ok()) return CollectorRpcFailed(global, status, err);
 
   if (global.output == "json") {
     nlohmann::json agents = nlohmann::json::array();
@@ -127,7 +127,7 @@ int RunCounters(const GlobalOptions& global, const CountersOptions& options, std
       return 2;
     }
   }
-  auto stub = Connect(global);
+  auto stub = ConnectCollector(global);
   if (!stub.ok()) {
     err << "rocefab: " << stub.status().message() << "\n";
     return 2;
@@ -137,7 +137,7 @@ int RunCounters(const GlobalOptions& global, const CountersOptions& options, std
   SetDeadline(&context, global);
   v1::GetCountersResponse response;
   grpc::Status status = (*stub)->GetCounters(&context, request, &response);
-  if (!status.ok()) return RpcFailed(global, status, err);
+  if (!status.ok()) return CollectorRpcFailed(global, status, err);
   if (options.top > 0) {
     // The loudest series first; series without a rate sort last.
     auto* rows = response.mutable_rows();

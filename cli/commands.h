@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "rocefab/v1/query.grpc.pb.h"
 
 namespace rocefab::cli {
@@ -23,6 +24,14 @@ struct CountersOptions {
   std::string since = "1m";
   int top = 0;  // > 0: only the N series with the highest rate, highest first
 };
+
+// A Query stub for --collector with the global TLS flags. Fails on bad TLS
+// settings (missing files, a partial set).
+absl::StatusOr<std::unique_ptr<v1::Query::Stub>> ConnectCollector(const GlobalOptions& global);
+void SetDeadline(grpc::ClientContext* context, const GlobalOptions& global);
+// Prints a failed collector RPC with a hint; returns 2 for a refused
+// argument, else 1.
+int CollectorRpcFailed(const GlobalOptions& global, const grpc::Status& status, std::ostream& err);
 
 int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err);
 int RunCounters(const GlobalOptions& global, const CountersOptions& options, std::ostream& out,

@@ -18,22 +18,18 @@
 namespace rocefab::cli {
 namespace {
 
-std::unique_ptr<v1::Query::Stub> Connect(const GlobalOptions& g) {
-  v1::TlsSettings tls;
-  tls.set_ca(g.tls_ca);
-  tls.set_cert(g.tls_cert);
-  tls.set_key(g.tls_key);
-  auto channel = MakeChannel(g.collector, tls);
-  return channel.ok() ? v1::Query::NewStub(*channel) : nullptr;
-}
-
-int Failed(const GlobalOptions& g, const grpc::Status& s, std::ostream& err) {
-  err << "rocefab: collector " << g.collector << ": " << s.error_message() << "\n";
-  return s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? 2 : 1;
-}
-
-void Deadline(grpc::ClientContext* c, const GlobalOptions& g) {
-  c->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(g.timeout_ms));
+// Runs `call` on a collector stub, or reports why there is none.
+template <typename Call>
+int WithCollector(const GlobalOptions& g, std::ostream& err, Call call) {
+  auto stub = ConnectCollector(g);
+  if (!stub.ok()) {
+    err << "rocefab: " << stub.status().message() << "\n";
+    return 2;
+  }
+  grpc::ClientContext context;
+  SetDeadline(&context, g);
+  grpc::Status status = call(**stub, &context);
+  return status.ok() ? 0 : CollectorRpcFailed(g, status, err);
 }
 
 }  // namespace
@@ -131,10 +127,10 @@ int RunJobStart(const GlobalOptions& g, const JobOptions& o, std::ostream& out, 
   job->set_name(o.name);
   v1::StartJobRequest request;
   *request.mutable_job() = *job;
-  grpc::ClientContext context;
-  Deadline(&context, g);
   v1::StartJobResponse response;
-  if (auto s = Connect(g)->StartJob(&context, request, &response); !s.ok()) return Failed(g, s, err);
+  if (int code = WithCollector(g, err, [&](auto& stub, auto* ctx) { return stub.StartJob(ctx, request, &response); });
+      code != 0)
+    return code;
   if (g.output == "json")
     out << nlohmann::json{{"id", response.job().id()}, {"ranks", response.job().ranks_size()},
                           {"start_us", response.job().start_us()}}
@@ -148,10 +144,10 @@ int RunJobStart(const GlobalOptions& g, const JobOptions& o, std::ostream& out, 
 int RunJobEnd(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err) {
   v1::EndJobRequest request;
   request.set_id(o.id);
-  grpc::ClientContext context;
-  Deadline(&context, g);
   v1::EndJobResponse response;
-  if (auto s = Connect(g)->EndJob(&context, request, &response); !s.ok()) return Failed(g, s, err);
+  if (int code = WithCollector(g, err, [&](auto& stub, auto* ctx) { return stub.EndJob(ctx, request, &response); });
+      code != 0)
+    return code;
   out << "job " << o.id << " ended\n";
   return 0;
 }
@@ -171,10 +167,10 @@ int RunJobShow(const GlobalOptions& g, const JobOptions& o, std::ostream& out, s
   request.set_job(o.id);
   request.set_since_us(SystemClock::Instance().NowUs() - *since);
   request.set_bucket_seconds(static_cast<uint32_t>(std::min<int64_t>(*bucket / 1'000'000, 86400)));
-  grpc::ClientContext context;
-  Deadline(&context, g);
   v1::JobTimelineResponse response;
-  if (auto s = Connect(g)->JobTimeline(&context, request, &response); !s.ok()) return Failed(g, s, err);
+  if (int code = WithCollector(g, err, [&](auto& stub, auto* ctx) { return stub.JobTimeline(ctx, request, &response); });
+      code != 0)
+    return code;
   if (g.output == "json") {
     nlohmann::json points = nlohmann::json::array();
     for (const auto& p : response.points())
@@ -205,10 +201,10 @@ int RunJobShow(const GlobalOptions& g, const JobOptions& o, std::ostream& out, s
 int RunJobList(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err) {
   v1::ListJobsRequest request;
   request.set_include_ended(o.all);
-  grpc::ClientContext context;
-  Deadline(&context, g);
   v1::ListJobsResponse response;
-  if (auto s = Connect(g)->ListJobs(&context, request, &response); !s.ok()) return Failed(g, s, err);
+  if (int code = WithCollector(g, err, [&](auto& stub, auto* ctx) { return stub.ListJobs(ctx, request, &response); });
+      code != 0)
+    return code;
   if (g.output == "json") {
     nlohmann::json jobs = nlohmann::json::array();
     for (const auto& job : response.jobs()) {

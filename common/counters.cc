@@ -1,5 +1,6 @@
 #include "common/counters.h"
 
+#include <unordered_map>
 #include <vector>
 
 #include "common/strings.h"
@@ -105,9 +106,18 @@ std::span<const CounterDef> AllCounters() { return kCounters; }
 std::span<const CounterDef> CountersOfScope(v1::Scope scope) { return ScopeSlice(scope); }
 
 const CounterDef* FindCounter(v1::Scope scope, std::string_view name) {
-  for (const CounterDef& def : ScopeSlice(scope))
-    if (def.name == name) return &def;
-  return nullptr;
+  // Called for every sample on the ingest path: a hash lookup, not a scan.
+  // Keys view the table's own names: no allocation per lookup.
+  using Index = std::unordered_map<std::string_view, const CounterDef*>;
+  static const auto* by_scope = [] {
+    auto* maps = new std::unordered_map<int, Index>();
+    for (const CounterDef& def : kCounters) (*maps)[def.scope][def.name] = &def;
+    return maps;
+  }();
+  auto scope_it = by_scope->find(scope);
+  if (scope_it == by_scope->end()) return nullptr;
+  auto it = scope_it->second.find(name);
+  return it == scope_it->second.end() ? nullptr : it->second;
 }
 
 std::string_view ScopeName(v1::Scope scope) {

@@ -72,9 +72,6 @@ bool TelemetryShipper::Flush(int64_t timeout_us) {
 void TelemetryShipper::Stop() {
   {
     std::lock_guard lock(mu_);
-    if (stopping_) {
-      // fallthrough to join below if still joinable
-    }
     stopping_ = true;
     if (live_context_ != nullptr) live_context_->TryCancel();
     cv_.notify_all();

@@ -375,11 +375,11 @@ grpc::Status Controller::Drain(grpc::ServerContext*, const v1::DrainRequest* req
       response->set_error(StrCat("no switch ", request->name()));
       return grpc::Status::OK;
     }
+    // Its fabric ports only: hosts keep their single link.
     for (const auto& port : topology_->PortsOf(request->name())) {
       const std::string full = StrCat(request->name(), "/", port);
-      if (topology_->FindHost(topology_->PeerOf(topology_->LinkOfPort(full), full).substr(
-              0, topology_->PeerOf(topology_->LinkOfPort(full), full).find('/'))) == nullptr)
-        ports.push_back(full);
+      const std::string& peer = topology_->PeerOf(topology_->LinkOfPort(full), full);
+      if (topology_->FindHost(peer.substr(0, peer.find('/'))) == nullptr) ports.push_back(full);
     }
   } else {
     response->set_error("kind must be link or switch");

@@ -17,6 +17,19 @@ std::string Encoded(const v1::ConfigItem& item) {
   return out;
 }
 
+// The status a backend's answer gives an item.
+v1::ItemStatus StatusOf(const std::string& key, const absl::Status& result) {
+  v1::ItemStatus status;
+  status.set_key(key);
+  if (result.ok()) {
+    status.set_state(v1::ITEM_STATE_APPLIED);
+  } else {
+    status.set_state(absl::IsUnimplemented(result) ? v1::ITEM_STATE_UNSUPPORTED : v1::ITEM_STATE_FAILED);
+    status.set_reason(Message(result));
+  }
+  return status;
+}
+
 }  // namespace
 
 int ItemOrder(const v1::ConfigItem& item) {
@@ -60,14 +73,7 @@ absl::Status ConfigApplier::Reconcile() {
   for (const auto& item : persisted.items()) items.push_back(&item);
   std::stable_sort(items.begin(), items.end(),
                    [](auto* a, auto* b) { return ItemOrder(*a) < ItemOrder(*b); });
-  for (const v1::ConfigItem* item : items) {
-    absl::Status status = backend_.Install(*item);
-    v1::ItemStatus& s = status_[item->key()];
-    s.set_key(item->key());
-    if (status.ok()) s.set_state(v1::ITEM_STATE_APPLIED);
-    else if (absl::IsUnimplemented(status)) s.set_state(v1::ITEM_STATE_UNSUPPORTED), s.set_reason(Message(status));
-    else s.set_state(v1::ITEM_STATE_FAILED), s.set_reason(Message(status));
-  }
+  for (const v1::ConfigItem* item : items) status_[item->key()] = StatusOf(item->key(), backend_.Install(*item));
   applied_ = persisted;
   if (auto status = backend_.Commit(applied_); !status.ok()) return status;
   LOG_INFO(kLog, "reconciled to generation ", applied_.generation(), " (", items.size(), " items)");
@@ -120,21 +126,14 @@ v1::ApplyConfigResponse ConfigApplier::Apply(const v1::SwitchConfig& desired) {
   absl::Status failure;
   std::string failed_key;
   for (const v1::ConfigItem* item : installs) {
-    absl::Status status = backend_.Install(*item);
-    v1::ItemStatus& s = statuses[item->key()];
-    s.set_key(item->key());
-    s.clear_reason();
-    if (status.ok()) {
-      s.set_state(v1::ITEM_STATE_APPLIED);
-      done.push_back({item, true});
-    } else if (absl::IsUnimplemented(status)) {
-      s.set_state(v1::ITEM_STATE_UNSUPPORTED);
-      s.set_reason(Message(status));
-    } else {
+    const absl::Status status = backend_.Install(*item);
+    if (!status.ok() && !absl::IsUnimplemented(status)) {
       failure = status;
       failed_key = item->key();
       break;
     }
+    statuses[item->key()] = StatusOf(item->key(), status);
+    if (status.ok()) done.push_back({item, true});
   }
   if (failure.ok()) {
     for (const v1::ConfigItem* item : removals) {
@@ -169,9 +168,7 @@ v1::ApplyConfigResponse ConfigApplier::Apply(const v1::SwitchConfig& desired) {
                               applied_keys.size(), " applied change(s)",
                               applied_keys.empty() ? "" : StrCat(" [", applied_list, "]"),
                               "; generation ", applied_.generation(), " stays in force"));
-    status_[failed_key].set_key(failed_key);
-    status_[failed_key].set_state(v1::ITEM_STATE_FAILED);
-    status_[failed_key].set_reason(Message(failure));
+    status_[failed_key] = StatusOf(failed_key, failure);
     (void)backend_.Commit(applied_);
     LOG_WARN(kLog, response.error());
     *response.mutable_state() = StateLocked();
