@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/control_commands.h"
+#include "cli/diagnose_commands.h"
 #include "cli/job_commands.h"
 
 int main(int argc, char** argv) {
@@ -90,6 +91,26 @@ int main(int argc, char** argv) {
   job_show->add_option("--since", job_options.since, "how far back, e.g. 10m")->capture_default_str();
   job_show->add_option("--bucket", job_options.bucket, "time per row, e.g. 10s, 1m")
       ->capture_default_str();
+  DiagnoseOptions diagnose_options;
+  auto* job_diagnose = job->add_subcommand(
+      "diagnose", "why a job is slow or stuck: verdict, degraded intervals, ranked findings, playbook");
+  job_diagnose->add_option("id", diagnose_options.id, "job id")->required();
+  job_diagnose->add_option("--window", diagnose_options.window, "how far back to look, e.g. 10m, 1h")
+      ->capture_default_str();
+  job_diagnose->add_option("--at", diagnose_options.at_unix_s,
+                           "end of the window, Unix seconds (default: now)");
+  job_diagnose->add_flag("--onset-only", diagnose_options.onset_only,
+                         "only findings that started inside the window");
+  job_diagnose->add_option("--limit", diagnose_options.limit, "findings to list")->capture_default_str();
+  auto* fabric = app.add_subcommand("fabric", "fabric-wide views");
+  fabric->require_subcommand(1);
+  HealthOptions health_options;
+  auto* fabric_health = fabric->add_subcommand(
+      "health", "anomalies open now, with the jobs whose paths they cross");
+  fabric_health->add_option("--since", health_options.since,
+                            "also anomalies that ended within this long, e.g. 30m");
+  fabric_health->add_flag("--all", health_options.all,
+                          "also list consequences (pause-tree victims, loss behind a bad link)");
   auto* job_list = job->add_subcommand("list", "running jobs (--all: ended ones too)");
   job_list->add_flag("--all", job_options.all, "include ended jobs");
 
@@ -105,6 +126,8 @@ int main(int argc, char** argv) {
   if (job_end->parsed()) return RunJobEnd(global, job_options, std::cout, std::cerr);
   if (job_list->parsed()) return RunJobList(global, job_options, std::cout, std::cerr);
   if (job_show->parsed()) return RunJobShow(global, job_options, std::cout, std::cerr);
+  if (job_diagnose->parsed()) return RunJobDiagnose(global, diagnose_options, std::cout, std::cerr);
+  if (fabric_health->parsed()) return RunFabricHealth(global, health_options, std::cout, std::cerr);
   if (plan->parsed()) return RunConfigPlan(global, control, std::cout, std::cerr);
   if (apply->parsed()) return RunConfigApply(global, control, std::cout, std::cerr);
   if (status->parsed()) return RunConfigStatus(global, control, std::cout, std::cerr);

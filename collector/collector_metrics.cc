@@ -67,6 +67,28 @@ CollectorMetrics::CollectorMetrics(prometheus::Registry& registry)
                          .Help("Duration of store transactions")
                          .Register(registry)
                          .Add({}, prometheus::Histogram::BucketBoundaries{
-                                      0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1})) {}
+                                      0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1})),
+      anomalies_opened(prometheus::BuildCounter()
+                           .Name("rocefab_collector_anomalies_opened_total")
+                           .Help("Anomalies the detectors opened")
+                           .Register(registry)
+                           .Add({})),
+      anomalies_active(prometheus::BuildGauge()
+                           .Name("rocefab_collector_anomalies_active")
+                           .Help("Anomalies open now")
+                           .Register(registry)
+                           .Add({})),
+      collectives_job_from_registry(prometheus::BuildCounter()
+                                        .Name("rocefab_collector_collectives_job_from_registry_total")
+                                        .Help("Collective records without a job id, given one by the "
+                                              "job registry (host and time)")
+                                        .Register(registry)
+                                        .Add({})),
+      evaluate_seconds(prometheus::BuildHistogram()
+                           .Name("rocefab_collector_detector_evaluate_seconds")
+                           .Help("Duration of one detector evaluation")
+                           .Register(registry)
+                           .Add({}, prometheus::Histogram::BucketBoundaries{
+                                        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25})) {}
 
 }  // namespace rocefab::collector

@@ -25,6 +25,10 @@ struct CollectorMetrics {
   prometheus::Gauge& ingest_queue_batches;
   prometheus::Gauge& ingest_lag_seconds;
   prometheus::Histogram& commit_seconds;
+  prometheus::Counter& anomalies_opened;
+  prometheus::Gauge& anomalies_active;
+  prometheus::Counter& collectives_job_from_registry;
+  prometheus::Histogram& evaluate_seconds;
 };
 
 }  // namespace rocefab::collector

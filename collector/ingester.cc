@@ -44,12 +44,20 @@ size_t Ingester::queued() const {
   return queue_.size();
 }
 
+void Ingester::SetDetectors(Detectors* detectors, std::function<FabricContext()> context) {
+  detectors_ = detectors;
+  context_ = std::move(context);
+}
+
 void Ingester::Loop() {
+  const int64_t wait_us = detectors_ ? std::min<int64_t>(1'000'000, detectors_->settings().evaluate_every_us)
+                                     : 1'000'000;
   for (;;) {
     std::deque<Item> group;
     {
       std::unique_lock lock(mu_);
-      cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_ || !queue_.empty(); });
+      cv_.wait_for(lock, std::chrono::microseconds(wait_us),
+                   [this] { return stopping_ || !queue_.empty(); });
       last_progress_us_ = clock_.MonotonicUs();
       if (queue_.empty() && stopping_) return;
       // Everything that arrived while the last commit ran goes into this one.
@@ -60,6 +68,8 @@ void Ingester::Loop() {
       metrics_.ingest_queue_batches.Set(static_cast<double>(queue_.size()));
     }
     if (!group.empty()) CommitGroup(group);
+    if (detectors_ && clock_.MonotonicUs() - last_evaluate_us_ >= detectors_->settings().evaluate_every_us)
+      Evaluate();
     const int64_t now = clock_.MonotonicUs();
     if (options_.retention_us > 0 && now - last_prune_us_ >= options_.prune_every_us) {
       last_prune_us_ = now;
@@ -70,10 +80,46 @@ void Ingester::Loop() {
   }
 }
 
+void Ingester::ResolveJobs(v1::TelemetryBatch& batch) {
+  for (v1::CollectiveRecord& rec : *batch.mutable_collectives()) {
+    if (!rec.job().empty()) continue;
+    const std::string host = rec.host().empty() ? batch.agent_id() : rec.host();
+    auto& [job, until] = host_job_[host];
+    // The registry changes at job boundaries; a short cache spares a query
+    // per record.
+    if (rec.timestamp_us() > until || rec.timestamp_us() < until - 10'000'000) {
+      auto found = store_.RunningJobOnHost(host, rec.timestamp_us());
+      job = found.ok() ? *found : "";
+      until = rec.timestamp_us() + 5'000'000;
+    }
+    if (!job.empty()) {
+      rec.set_job(job);
+      metrics_.collectives_job_from_registry.Increment();
+    }
+  }
+}
+
+void Ingester::Evaluate() {
+  last_evaluate_us_ = clock_.MonotonicUs();
+  const int64_t start = last_evaluate_us_;
+  auto changes = detectors_->Evaluate(clock_.NowUs(), context_ ? context_() : FabricContext{});
+  for (const v1::Anomaly& a : changes)
+    if (a.detected_us() == a.updated_us() && a.end_us() == 0) metrics_.anomalies_opened.Increment();
+  if (auto status = store_.WriteAnomalies(changes); !status.ok()) {
+    metrics_.store_errors.Increment();
+    LOG_ERROR(kLog, "storing anomalies: ", status.message());
+  }
+  metrics_.anomalies_active.Set(static_cast<double>(detectors_->Active().size()));
+  metrics_.evaluate_seconds.Observe(static_cast<double>(clock_.MonotonicUs() - start) / 1e6);
+}
+
 void Ingester::CommitGroup(std::deque<Item>& group) {
   std::vector<const v1::TelemetryBatch*> batches;
   batches.reserve(group.size());
-  for (const Item& item : group) batches.push_back(&item.batch);
+  for (Item& item : group) {
+    if (!item.batch.collectives().empty()) ResolveJobs(item.batch);
+    batches.push_back(&item.batch);
+  }
   const int64_t start_us = clock_.MonotonicUs();
   auto outcomes = store_.WriteBatches(batches, clock_.NowUs());
   metrics_.commit_seconds.Observe(static_cast<double>(clock_.MonotonicUs() - start_us) / 1e6);
@@ -91,6 +137,7 @@ void Ingester::CommitGroup(std::deque<Item>& group) {
     if (outcome.status == v1::ACK_STATUS_STORED) {
       metrics_.batches_stored.Increment();
       latest_.Update(group[i].batch);
+      if (detectors_) detectors_->Observe(group[i].batch);
       newest_created_us = std::max(newest_created_us, group[i].batch.created_us());
     } else {
       metrics_.batches_duplicate.Increment();

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "collector/collector_metrics.h"
+#include "collector/detectors.h"
 #include "collector/latest_values.h"
 #include "collector/store.h"
 #include "common/clock.h"
@@ -41,6 +42,10 @@ class Ingester final {
   // Stores what is queued, then stops the thread.
   void Stop();
   void Submit(v1::TelemetryBatch batch, Done done);
+  // Runs `detectors` on this thread: every stored batch is observed, and
+  // every `evaluate_every` the detectors evaluate with the context from
+  // `context`; their anomalies go to the store. Call before Start.
+  void SetDetectors(Detectors* detectors, std::function<FabricContext()> context);
   // Monotonic time of the last loop iteration, for the watchdog.
   int64_t last_progress_us() const;
   size_t queued() const;
@@ -52,6 +57,9 @@ class Ingester final {
   };
   void Loop();
   void CommitGroup(std::deque<Item>& group);
+  void Evaluate();
+  // Collective records without a job get the registry's job on their host.
+  void ResolveJobs(v1::TelemetryBatch& batch);
 
   Options options_;
   Store& store_;
@@ -65,6 +73,10 @@ class Ingester final {
   int64_t last_progress_us_ = 0;
   int64_t last_prune_us_ = 0;
   std::thread thread_;
+  Detectors* detectors_ = nullptr;
+  std::function<FabricContext()> context_;
+  int64_t last_evaluate_us_ = 0;
+  std::unordered_map<std::string, std::pair<std::string, int64_t>> host_job_;  // host -> (job, until)
 };
 
 }  // namespace rocefab::collector

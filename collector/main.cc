@@ -9,6 +9,8 @@
 #include <iostream>
 
 #include "collector/collector_metrics.h"
+#include "collector/detectors.h"
+#include "collector/fabric_context.h"
 #include "collector/ingester.h"
 #include "collector/latest_values.h"
 #include "collector/query_service.h"
@@ -40,6 +42,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--retention", retention_text, "how long samples are kept, e.g. 7d, 12h")
       ->capture_default_str();
+  std::string topology_path, controller;
+  app.add_option("--topology", topology_path,
+                 "fabric topology YAML: pairs link ends and gives each job its paths")
+      ->check(CLI::ExistingFile);
+  app.add_option("--controller", controller,
+                 "rocefab-controllerd address, for drained links and config drift");
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
   if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
 
@@ -55,6 +63,16 @@ int main(int argc, char** argv) {
   if (app.count("--listen")) config.set_listen(listen);
   if (app.count("--db")) config.set_db(db);
   if (app.count("--metrics-listen")) config.set_metrics_listen(metrics_listen);
+  if (app.count("--topology")) config.set_topology(topology_path);
+  if (app.count("--controller")) config.set_controller(controller);
+  auto detector_settings = collector::ResolveDetectorSettings(config.detectors());
+  if (!detector_settings.ok()) return UsageError(kProgram, detector_settings.status());
+  std::shared_ptr<const Topology> topology;
+  if (!config.topology().empty()) {
+    auto loaded = Topology::Load(config.topology());
+    if (!loaded.ok()) return UsageError(kProgram, loaded.status());
+    topology = *loaded;
+  }
   auto retention = ResolveDurationUs("--retention", app.count("--retention") > 0, retention_text,
                                      config.has_retention(), config.retention());
   if (!retention.ok()) return UsageError(kProgram, retention.status());
@@ -81,9 +99,18 @@ int main(int argc, char** argv) {
   collector::Ingester::Options ingest_options;
   ingest_options.retention_us = retention_us;
   collector::Ingester ingester(ingest_options, **store, *latest, metrics, clock);
+  auto last_anomaly = (*store)->CloseOpenAnomalies(clock.NowUs());
+  if (!last_anomaly.ok()) {
+    std::cerr << "rocefab-collectord: " << last_anomaly.status().message() << "\n";
+    return 1;
+  }
+  collector::Detectors detectors(*detector_settings);
+  detectors.SetNextId(*last_anomaly + 1);
+  collector::FabricContextSource context(topology, **store, config.controller(), config.tls(), clock);
+  ingester.SetDetectors(&detectors, [&context] { return context.Get(); });
   collector::AgentRegistry agents(metrics);
   collector::TelemetryService telemetry(ingester, agents, metrics);
-  collector::QueryService query(**store, agents, clock);
+  collector::QueryService query(**store, agents, clock, &context);
 
   auto metrics_server = MetricsServer::Start(config.metrics_listen());
   if (!metrics_server.ok()) {
@@ -93,6 +120,7 @@ int main(int argc, char** argv) {
   (*metrics_server)->Register(registry);
   (*metrics_server)->Register(latest);
 
+  context.Start();
   ingester.Start();
   auto server = StartGrpcServer(config.listen(), config.tls(), {&telemetry, &query});
   if (!server.ok()) {
@@ -123,6 +151,7 @@ int main(int argc, char** argv) {
   systemd::NotifyStopping();
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   ingester.Stop();
+  context.Stop();
   server->server->Wait();
   return 0;
 }

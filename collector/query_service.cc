@@ -3,6 +3,8 @@
 #include <set>
 #include <string>
 
+#include "collector/diagnosis.h"
+
 namespace rocefab::collector {
 namespace {
 
@@ -81,6 +83,53 @@ grpc::Status QueryService::JobTimeline(grpc::ServerContext*, const v1::JobTimeli
   auto points = store_.JobTimeline(request->job(), request->since_us(), bucket_us);
   if (!points.ok()) return ToGrpc(points.status());
   for (auto& p : *points) *response->add_points() = std::move(p);
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::ListAnomalies(grpc::ServerContext*, const v1::ListAnomaliesRequest* request,
+                                         v1::ListAnomaliesResponse* response) {
+  const int64_t now = clock_.NowUs();
+  auto anomalies = store_.ListAnomalies(request->since_us(), 0, request->active_only());
+  if (!anomalies.ok()) return ToGrpc(anomalies.status());
+  auto jobs = store_.ListJobs(false);
+  if (!jobs.ok()) return ToGrpc(jobs.status());
+  const Topology* topology = context_ ? context_->topology().get() : nullptr;
+  const std::set<std::string> drained = context_ ? context_->Drained() : std::set<std::string>();
+  std::vector<Footprint> footprints;
+  for (const auto& job : *jobs) footprints.push_back(JobFootprint(topology, job, drained));
+  for (auto& a : *anomalies) {
+    for (size_t j = 0; j < jobs->size(); ++j)
+      if (Touches(footprints[j], a, (*jobs)[j].id())) a.add_jobs((*jobs)[j].id());
+    *response->add_anomalies() = std::move(a);
+  }
+  response->set_now_us(now);
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::DiagnoseJob(grpc::ServerContext*, const v1::DiagnoseJobRequest* request,
+                                       v1::DiagnoseJobResponse* response) {
+  if (request->job().empty()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no job id");
+  auto job = store_.GetJob(request->job());
+  if (!job.ok()) return ToGrpc(job.status());
+  DiagnoseInput in;
+  in.job = std::move(*job);
+  in.window_end_us = request->at_us() > 0 ? request->at_us() : clock_.NowUs();
+  const int64_t window = request->window_us() > 0 ? request->window_us() : 600LL * 1'000'000;
+  in.window_start_us = std::max(in.window_end_us - window, in.job.start_us());
+  if (in.job.end_us() > 0) in.window_end_us = std::min(in.window_end_us, in.job.end_us());
+  in.onset_only = request->onset_only();
+  auto anomalies = store_.ListAnomalies(in.window_start_us, in.window_end_us, false);
+  if (!anomalies.ok()) return ToGrpc(anomalies.status());
+  in.anomalies = std::move(*anomalies);
+  in.footprint = JobFootprint(context_ ? context_->topology().get() : nullptr, in.job,
+                              context_ ? context_->Drained() : std::set<std::string>());
+  // About 60 buckets over the window, at least 1 s each.
+  const int64_t bucket = std::max<int64_t>(1'000'000, (in.window_end_us - in.window_start_us) / 60);
+  auto timeline = store_.JobTimeline(in.job.id(), in.window_start_us, bucket);
+  if (!timeline.ok()) return ToGrpc(timeline.status());
+  for (auto& p : *timeline)
+    if (p.start_us() <= in.window_end_us) in.timeline.push_back(std::move(p));
+  *response = Diagnose(in);
   return grpc::Status::OK;
 }
 

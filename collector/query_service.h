@@ -2,6 +2,7 @@
 // The Query service the rocefab CLI talks to. Reads go to the store's reader
 // connection; the sync API's thread pool is ample for operator traffic.
 
+#include "collector/fabric_context.h"
 #include "collector/store.h"
 #include "collector/telemetry_service.h"
 #include "common/clock.h"
@@ -11,8 +12,11 @@ namespace rocefab::collector {
 
 class QueryService final : public v1::Query::Service {
  public:
-  QueryService(Store& store, const AgentRegistry& agents, const Clock& clock)
-      : store_(store), agents_(agents), clock_(clock) {}
+  // `context` (topology, drained links) may be null: diagnoses then cannot
+  // rule switches out of a job's paths.
+  QueryService(Store& store, const AgentRegistry& agents, const Clock& clock,
+               FabricContextSource* context = nullptr)
+      : store_(store), agents_(agents), clock_(clock), context_(context) {}
 
   grpc::Status ListAgents(grpc::ServerContext* context, const v1::ListAgentsRequest* request,
                           v1::ListAgentsResponse* response) override;
@@ -23,11 +27,16 @@ class QueryService final : public v1::Query::Service {
   grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*, v1::ListJobsResponse*) override;
   grpc::Status JobTimeline(grpc::ServerContext*, const v1::JobTimelineRequest*,
                            v1::JobTimelineResponse*) override;
+  grpc::Status ListAnomalies(grpc::ServerContext*, const v1::ListAnomaliesRequest*,
+                             v1::ListAnomaliesResponse*) override;
+  grpc::Status DiagnoseJob(grpc::ServerContext*, const v1::DiagnoseJobRequest*,
+                           v1::DiagnoseJobResponse*) override;
 
  private:
   Store& store_;
   const AgentRegistry& agents_;
   const Clock& clock_;
+  FabricContextSource* context_;
 };
 
 }  // namespace rocefab::collector

@@ -96,6 +96,16 @@ CREATE TABLE IF NOT EXISTS job_ranks(
   nic TEXT NOT NULL,
   PRIMARY KEY(job, rank)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS job_ranks_by_host ON job_ranks(host);
+CREATE TABLE IF NOT EXISTS anomalies(
+  id INTEGER PRIMARY KEY,
+  kind TEXT NOT NULL,
+  entity TEXT NOT NULL,
+  start_us INTEGER NOT NULL,
+  end_us INTEGER NOT NULL,
+  proto BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS anomalies_by_end ON anomalies(end_us);
 )sql";
 
 absl::Status SqlError(sqlite3* db, std::string_view what) {
@@ -399,6 +409,7 @@ absl::StatusOr<std::vector<WriteOutcome>> Store::WriteBatches(
 absl::StatusOr<uint64_t> Store::Prune(int64_t cutoff_us) {
   uint64_t deleted = 0;
   for (const char* sql : {"DELETE FROM samples WHERE ts_us < ?1",
+                          "DELETE FROM anomalies WHERE end_us != 0 AND end_us < ?1",
                           "DELETE FROM batches WHERE received_us < ?1",
                           "DELETE FROM collectives WHERE ts_us < ?1"}) {
     Statement stmt(writer_, sql);
@@ -614,6 +625,91 @@ ORDER BY entity, port, counter, prio, queue)sql");
   }
   if (rc != SQLITE_DONE) return SqlError(reader_, "counters");
   return rows;
+}
+
+}  // namespace rocefab::collector
+
+namespace rocefab::collector {
+
+absl::Status Store::WriteAnomalies(std::span<const v1::Anomaly> anomalies) {
+  if (anomalies.empty()) return absl::OkStatus();
+  Statement put(writer_, "INSERT OR REPLACE INTO anomalies VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
+  if (!put.ok()) return SqlError(writer_, "prepare anomaly");
+  if (auto status = Exec(writer_, "BEGIN IMMEDIATE"); !status.ok()) return status;
+  for (const v1::Anomaly& a : anomalies) {
+    sqlite3_reset(put.get());
+    sqlite3_bind_int64(put.get(), 1, ToDb(a.id()));
+    BindText(put.get(), 2, a.kind());
+    BindText(put.get(), 3, a.entity());
+    sqlite3_bind_int64(put.get(), 4, a.start_us());
+    sqlite3_bind_int64(put.get(), 5, a.end_us());
+    const std::string blob = a.SerializeAsString();
+    sqlite3_bind_blob(put.get(), 6, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+    if (sqlite3_step(put.get()) != SQLITE_DONE) {
+      absl::Status status = SqlError(writer_, "store anomaly");
+      Exec(writer_, "ROLLBACK").IgnoreError();
+      return status;
+    }
+  }
+  return Exec(writer_, "COMMIT");
+}
+
+absl::StatusOr<uint64_t> Store::CloseOpenAnomalies(int64_t at_us) {
+  Statement open(writer_, "SELECT proto FROM anomalies WHERE end_us = 0");
+  std::vector<v1::Anomaly> closing;
+  while (sqlite3_step(open.get()) == SQLITE_ROW) {
+    v1::Anomaly a;
+    if (!a.ParseFromArray(sqlite3_column_blob(open.get(), 0), sqlite3_column_bytes(open.get(), 0))) continue;
+    a.set_end_us(std::max(a.updated_us(), a.start_us()));
+    if (a.end_us() == 0) a.set_end_us(at_us);
+    closing.push_back(std::move(a));
+  }
+  open = Statement();
+  if (auto status = WriteAnomalies(closing); !status.ok()) return status;
+  Statement max(writer_, "SELECT coalesce(max(id), 0) FROM anomalies");
+  if (sqlite3_step(max.get()) != SQLITE_ROW) return SqlError(writer_, "max anomaly id");
+  return FromDb(sqlite3_column_int64(max.get(), 0));
+}
+
+absl::StatusOr<std::vector<v1::Anomaly>> Store::ListAnomalies(int64_t since_us, int64_t until_us,
+                                                              bool active_only) {
+  std::lock_guard lock(reader_mu_);
+  Statement stmt(reader_, R"sql(
+SELECT proto FROM anomalies
+WHERE (end_us = 0 OR (NOT ?3 AND end_us >= ?1)) AND (?2 = 0 OR start_us <= ?2)
+ORDER BY start_us, id)sql");
+  if (!stmt.ok()) return SqlError(reader_, "list anomalies");
+  sqlite3_bind_int64(stmt.get(), 1, since_us);
+  sqlite3_bind_int64(stmt.get(), 2, until_us);
+  sqlite3_bind_int(stmt.get(), 3, active_only ? 1 : 0);
+  std::vector<v1::Anomaly> out;
+  while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
+    v1::Anomaly a;
+    if (a.ParseFromArray(sqlite3_column_blob(stmt.get(), 0), sqlite3_column_bytes(stmt.get(), 0)))
+      out.push_back(std::move(a));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> Store::RunningJobOnHost(const std::string& host, int64_t at_us) {
+  std::lock_guard lock(reader_mu_);
+  Statement stmt(reader_, R"sql(
+SELECT j.id FROM jobs j JOIN job_ranks r ON r.job = j.id
+WHERE r.host = ?1 AND j.start_us <= ?2 AND (j.end_us = 0 OR j.end_us >= ?2)
+ORDER BY j.start_us DESC LIMIT 1)sql");
+  if (!stmt.ok()) return SqlError(reader_, "job on host");
+  BindText(stmt.get(), 1, host);
+  sqlite3_bind_int64(stmt.get(), 2, at_us);
+  if (sqlite3_step(stmt.get()) == SQLITE_ROW) return ColumnText(stmt.get(), 0);
+  return std::string();
+}
+
+absl::StatusOr<v1::Job> Store::GetJob(const std::string& id) {
+  auto jobs = ListJobs(true);
+  if (!jobs.ok()) return jobs.status();
+  for (v1::Job& job : *jobs)
+    if (job.id() == id) return std::move(job);
+  return absl::NotFoundError(StrCat("no job ", id, " in the registry"));
 }
 
 }  // namespace rocefab::collector

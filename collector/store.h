@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "rocefab/v1/diagnosis.pb.h"
 #include "rocefab/v1/query.pb.h"
 #include "rocefab/v1/telemetry.pb.h"
 
@@ -74,6 +75,18 @@ class Store final {
   absl::StatusOr<std::vector<v1::Job>> ListJobs(bool include_ended);
   absl::StatusOr<std::vector<v1::JobTimelinePoint>> JobTimeline(const std::string& job, int64_t since_us,
                                                                 int64_t bucket_us);
+
+  // Anomalies (insert or update by id). Writer thread only.
+  absl::Status WriteAnomalies(std::span<const v1::Anomaly> anomalies);
+  // At start: anomalies left open by a previous run are closed at their last
+  // update (they reopen if the condition persists). Returns the highest id.
+  absl::StatusOr<uint64_t> CloseOpenAnomalies(int64_t at_us);
+  // Anomalies active at some point in [since_us, until_us] (until 0: now).
+  absl::StatusOr<std::vector<v1::Anomaly>> ListAnomalies(int64_t since_us, int64_t until_us,
+                                                         bool active_only);
+  // The registered job running on `host` at `at_us`, or "".
+  absl::StatusOr<std::string> RunningJobOnHost(const std::string& host, int64_t at_us);
+  absl::StatusOr<v1::Job> GetJob(const std::string& id);
 
   // Reads; any thread.
   absl::StatusOr<std::vector<v1::AgentInfo>> ListAgents();

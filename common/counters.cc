@@ -72,6 +72,7 @@ constexpr CounterDef kCounters[] = {
     {"pfc_tx_pause_frames", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, true, false, ""},
     {"pfc_rx_pause_us", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, true, false, "where the ASIC reports duration"},
     {"pfc_tx_pause_us", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, true, false, "where the ASIC reports duration"},
+    {"rate_bytes_per_second", SCOPE_PORT, S::kSwitch, "", "", G, W64, 1, false, false, "gauge; the port's negotiated speed"},
     {"pfcwd_storms_detected", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, false, true, "PFC watchdog"},
     {"pfcwd_storms_restored", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, false, true, "PFC watchdog"},
     // Switch queue.
@@ -83,6 +84,7 @@ constexpr CounterDef kCounters[] = {
     {"queue_watermark_bytes", SCOPE_QUEUE, S::kSwitch, "", "", G, W64, 1, false, true, "gauge, peak since the last read"},
     {"buffer_used_bytes", SCOPE_QUEUE, S::kSwitch, "", "", G, W64, 1, false, true, "per pool, gauge"},
     {"buffer_watermark_bytes", SCOPE_QUEUE, S::kSwitch, "", "", G, W64, 1, false, true, "per pool, gauge"},
+    {"buffer_size_bytes", SCOPE_QUEUE, S::kSwitch, "", "", G, W64, 1, false, true, "per pool, gauge; the pool's configured size"},
     // Collective.
     {"coll_exec_time_us", SCOPE_COLL, S::kCollective, "", "", G, W64, 1, false, false, "per record"},
     {"coll_busbw_gbs", SCOPE_COLL, S::kCollective, "", "", G, W64, 1, false, false, "per record"},

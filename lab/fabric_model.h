@@ -110,6 +110,7 @@ class FabricModel final {
   void Step(double dt, std::vector<CollectiveRecord>* records);
 
   double now_s() const { return now_s_; }
+  const ModelConstants& constants() const { return k_; }
   const Topology& topology() const { return *topology_; }
   const std::vector<PortState>& ports() const { return ports_; }
   // The port named "device/port", or -1.

@@ -180,6 +180,7 @@ absl::Status OutputWriter::WriteCounters(int64_t now_us) {
           {"rx_fcs_errors", U(c.rx_fcs_errors)},
           {"rx_symbol_errors", U(c.rx_symbol_errors)},
           {"link_up", port.up ? 1 : 0},
+          {"rate_bytes_per_second", static_cast<uint64_t>(port.speed_gbps * 1e9 / 8)},
           {"link_flaps", U(c.link_flaps)},
           {"pfc_rx_pause_frames", {{"3", U(c.pfc_rx_frames)}}},
           {"pfc_tx_pause_frames", {{"3", U(c.pfc_tx_frames)}}},
@@ -199,7 +200,9 @@ absl::Status OutputWriter::WriteCounters(int64_t now_us) {
         {"ports", switch_ports.count(sw) ? switch_ports[sw] : nlohmann::json::object()},
         {"buffer_pools",
          {{"ingress_lossless_pool",
-           {{"buffer_used_bytes", used}, {"buffer_watermark_bytes", used + used / 5}}}}}};
+           {{"buffer_used_bytes", used},
+            {"buffer_watermark_bytes", used + used / 5},
+            {"buffer_size_bytes", static_cast<uint64_t>(model_.constants().buffer_bytes)}}}}}};
     if (auto s = WriteFileAtomic(StrCat(run_dir_, "/switches/", name, "/counters.json"), doc.dump());
         !s.ok())
       return s;

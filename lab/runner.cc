@@ -56,7 +56,8 @@ class Daemons {
     if (!collector_ready.ok()) return absl::UnavailableError("cannot create a notify socket");
     auto collector = Subprocess::Spawn(
         {{bin_dir_ + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--metrics-listen",
-          "127.0.0.1:0", "--db", run_dir_ + "/collector.db"},
+          "127.0.0.1:0", "--db", run_dir_ + "/collector.db", "--topology",
+          run_dir_ + "/topology.yaml"},
          {{"NOTIFY_SOCKET", collector_ready.path()}},
          run_dir_ + "/logs/collectord.out",
          run_dir_ + "/logs/collectord.log"});
@@ -405,6 +406,39 @@ int Run(const RunOptions& options) {
                 daemons.controller_address().c_str(), scenario->policy().c_str());
   }
   std::vector<bool> policy_done(scenario->policy_changes_size(), false);
+  // Jobs are registered with the collector as they start, as a Slurm prolog
+  // would: a ranks file and `rocefab job start`.
+  std::vector<bool> registered(scenario->jobs_size(), false);
+  auto register_jobs = [&](const FabricModel& m) {
+    for (size_t j = 0; j < m.jobs().size(); ++j) {
+      if (registered[j] || !m.jobs()[j].running || !options.daemons) continue;
+      registered[j] = true;
+      const std::string ranks_path = StrCat(options.run_dir, "/logs/ranks-", m.jobs()[j].id, ".txt");
+      std::ofstream ranks(ranks_path);
+      const int gpus = m.gpus_per_host(static_cast<int>(j));
+      int rank = 0;
+      for (int h : m.job_hosts(static_cast<int>(j))) {
+        const v1::TopoHost& host = topo.hosts(h);
+        for (int g = 0; g < gpus; ++g) {
+          std::string nic = StrCat("mlx5_", g);
+          for (const auto& n : host.nics())
+            if (static_cast<int>(n.gpu()) == g) nic = n.name();
+          ranks << rank++ << " " << host.name() << " " << g << " " << nic << "\n";
+        }
+      }
+      ranks.close();
+      auto cli = Subprocess::Spawn({{options.bin_dir + "/rocefab", "--collector", daemons.grpc(), "job",
+                                     "start", "--id", m.jobs()[j].id, "--name",
+                                     m.jobs()[j].name.empty() ? m.jobs()[j].id : m.jobs()[j].name,
+                                     "--ranks", ranks_path},
+                                    {},
+                                    options.run_dir + "/logs/job-start.out",
+                                    options.run_dir + "/logs/job-start.out"});
+      if (!cli.ok() || (*cli)->Wait() != 0)
+        std::printf("t=%6.1fs  JOB    registering job %s failed; see logs/job-start.out\n", m.now_s(),
+                    m.jobs()[j].id.c_str());
+    }
+  };
   std::ofstream timeline_out(options.run_dir + "/timeline.jsonl");
   std::fflush(stdout);
 
@@ -495,6 +529,7 @@ int Run(const RunOptions& options) {
     }
     records.clear();
     m.Step(tick, &records);
+    register_jobs(m);
     const int64_t now_us = options.realtime ? clock.NowUs()
                                             : start_us + static_cast<int64_t>(m.now_s() * 1e6);
     if (options.write_files) {

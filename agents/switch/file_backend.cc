@@ -122,7 +122,8 @@ absl::StatusOr<SwitchReading> ParseSwitchCountersJson(std::string_view text) {
         }
         for (const auto& [name, value] : counters.items()) {
           uint64_t counter = 0;
-          if (name != "buffer_used_bytes" && name != "buffer_watermark_bytes") ++reading.unknown_keys;
+          if (name.rfind("buffer_", 0) != 0 || FindCounter(v1::SCOPE_QUEUE, name) == nullptr)
+            ++reading.unknown_keys;
           else if (!ToCounter(value, &counter)) ++reading.bad_values;
           else reading.buffer_pools[pool][name] = counter;
         }

@@ -1,0 +1,192 @@
+#include "cli/diagnose_commands.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "cli/table.h"
+#include "common/clock.h"
+#include "common/duration.h"
+#include "common/strings.h"
+#include "rocefab/v1/query.grpc.pb.h"
+
+namespace rocefab::cli {
+namespace {
+
+std::string Json(const google::protobuf::Message& m) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  std::string text;
+  (void)google::protobuf::util::MessageToJsonString(m, &text, options);
+  return text;
+}
+
+std::string Utc(int64_t us) {
+  const time_t t = static_cast<time_t>(us / 1'000'000);
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string SeverityName(v1::Severity s) {
+  switch (s) {
+    case v1::SEVERITY_CRITICAL: return "critical";
+    case v1::SEVERITY_WARNING: return "warning";
+    case v1::SEVERITY_INFO: return "info";
+    default: return "-";
+  }
+}
+
+std::string Fixed(double v, int digits) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// One line per evidence counter: what moved, by how much.
+std::string EvidenceLine(const v1::Evidence& ev) {
+  std::string line = StrCat(ev.entity(), " ", ev.counter());
+  if (ev.total() != 0) StrAppend(&line, "  total ", HumanRate(ev.total()));
+  if (ev.peak_rate() != 0) StrAppend(&line, "  peak ", HumanRate(ev.peak_rate()));
+  if (!ev.note().empty()) StrAppend(&line, "  (", ev.note(), ")");
+  return line;
+}
+
+template <typename Call>
+int WithCollector(const GlobalOptions& g, std::ostream& err, Call call) {
+  auto stub = ConnectCollector(g);
+  if (!stub.ok()) {
+    err << "rocefab: " << stub.status().message() << "\n";
+    return 2;
+  }
+  grpc::ClientContext context;
+  SetDeadline(&context, g);
+  grpc::Status status = call(**stub, &context);
+  return status.ok() ? 0 : CollectorRpcFailed(g, status, err);
+}
+
+}  // namespace
+
+void PrintDiagnosis(const v1::DiagnoseJobResponse& d, int64_t now_us, int limit, std::ostream& out) {
+  std::set<std::string> hosts;
+  for (const auto& r : d.job().ranks()) hosts.insert(r.host());
+  out << "job " << d.job().id() << (d.job().name().empty() ? "" : StrCat(" (", d.job().name(), ")")) << ": "
+      << d.job().ranks_size() << " ranks on " << hosts.size() << " hosts; paths cross "
+      << d.footprint_ports() << " fabric ports on " << d.footprint_switches() << " switches\n";
+  out << "window " << Utc(d.window_start_us()) << " - " << Utc(d.window_end_us()) << "\n";
+  out << "verdict: " << d.verdict() << "\n";
+  if (d.degraded_size() > 0) {
+    out << "\ndegraded intervals:\n";
+    Table t({"  START", "END", "KIND", "BUSBW / BASELINE"});
+    for (const auto& i : d.degraded())
+      t.AddRow({StrCat("  ", Utc(i.start_us())), i.end_us() ? Utc(i.end_us()) : "ongoing", i.kind(),
+                i.kind() == "job_stalled" ? "0 (nothing completes)" : Fixed(i.busbw_ratio(), 2)});
+    t.Print(out);
+  }
+  if (d.findings_size() == 0) {
+    out << "\nno anomaly on the job's paths in the window\n";
+    return;
+  }
+  out << "\nfindings (most likely cause first):\n";
+  Table t({"  #", "CONFIDENCE", "KIND", "ENTITY", "ROLE", "STARTED", "STATE"});
+  int shown = 0;
+  for (const auto& f : d.findings()) {
+    if (shown++ >= limit) break;
+    t.AddRow({StrCat("  ", shown), StrCat(static_cast<int>(f.confidence() * 100 + 0.5), "%"), f.kind(),
+              f.entity(), f.role(), Ago(now_us, f.start_us()), f.end_us() ? StrCat("ended ", Ago(now_us, f.end_us())) : "active"});
+  }
+  t.Print(out);
+  if (d.findings_size() > limit)
+    out << "  (" << d.findings_size() - limit << " more; --limit or -o json for all)\n";
+  const v1::Finding* top = nullptr;
+  for (const auto& f : d.findings())
+    if (f.role() == "cause") {
+      top = &f;
+      break;
+    }
+  if (top == nullptr) top = &d.findings(0);
+  out << "\ntop finding: " << top->summary() << "\nevidence:\n";
+  for (const auto& ev : top->evidence()) out << "  " << EvidenceLine(ev) << "\n";
+  out << "playbook: " << d.playbook() << "\n";
+}
+
+int RunJobDiagnose(const GlobalOptions& g, const DiagnoseOptions& o, std::ostream& out, std::ostream& err) {
+  auto window = ParseDurationUs(o.window);
+  if (!window.ok() || *window < 1'000'000) {
+    err << "rocefab: --window: a duration of at least 1s, e.g. 10m or 1h\n";
+    return 2;
+  }
+  if (o.limit <= 0) {
+    err << "rocefab: --limit must be positive\n";
+    return 2;
+  }
+  v1::DiagnoseJobRequest request;
+  request.set_job(o.id);
+  request.set_window_us(*window);
+  request.set_at_us(o.at_unix_s * 1'000'000);
+  request.set_onset_only(o.onset_only);
+  v1::DiagnoseJobResponse response;
+  if (int code = WithCollector(g, err, [&](auto& stub, auto* ctx) { return stub.DiagnoseJob(ctx, request, &response); });
+      code != 0)
+    return code;
+  if (g.output == "json") out << Json(response);
+  else PrintDiagnosis(response, SystemClock::Instance().NowUs(), o.limit, out);
+  return 0;
+}
+
+int RunFabricHealth(const GlobalOptions& g, const HealthOptions& o, std::ostream& out, std::ostream& err) {
+  v1::ListAnomaliesRequest request;
+  const int64_t now = SystemClock::Instance().NowUs();
+  if (o.since.empty()) {
+    request.set_active_only(true);
+  } else {
+    auto since = ParseDurationUs(o.since);
+    if (!since.ok()) {
+      err << "rocefab: --since: " << since.status().message() << "\n";
+      return 2;
+    }
+    request.set_since_us(now - *since);
+  }
+  v1::ListAnomaliesResponse response;
+  if (int code = WithCollector(g, err, [&](auto& stub, auto* ctx) { return stub.ListAnomalies(ctx, request, &response); });
+      code != 0)
+    return code;
+  if (g.output == "json") {
+    out << Json(response);
+    return 0;
+  }
+  std::map<uint64_t, int> consequences;
+  for (const auto& a : response.anomalies())
+    if (a.caused_by() != 0) ++consequences[a.caused_by()];
+  Table t({"SEVERITY", "KIND", "ENTITY", "SINCE", "STATE", "JOBS", "CONSEQUENCES", "SUMMARY"});
+  int hidden = 0;
+  for (const auto& a : response.anomalies()) {
+    if (a.caused_by() != 0 && !o.all) {
+      ++hidden;
+      continue;
+    }
+    std::string jobs;
+    for (const auto& j : a.jobs()) StrAppend(&jobs, jobs.empty() ? "" : ",", j);
+    if (!a.job().empty() && jobs.empty()) jobs = a.job();
+    t.AddRow({SeverityName(a.severity()), a.kind(), a.entity(), Ago(response.now_us(), a.start_us()),
+              a.end_us() ? "ended" : "active", jobs.empty() ? "-" : jobs,
+              consequences.count(a.id()) ? StrCat(consequences[a.id()]) : "-", a.summary()});
+  }
+  if (t.rows() == 0 && hidden == 0) {
+    out << (o.since.empty() ? "fabric healthy: no active anomalies\n"
+                            : StrCat("no anomalies in the last ", o.since, "\n"));
+    return 0;
+  }
+  t.Print(out);
+  if (hidden > 0)
+    out << hidden << " consequence(s) (pause-tree victims, loss seen behind a bad link) are attributed to the "
+        << "rows above; --all lists them\n";
+  return 0;
+}
+
+}  // namespace rocefab::cli

@@ -1,0 +1,33 @@
+#pragma once
+// rocefab job diagnose and rocefab fabric health: what the collector's
+// detectors found, per job (ranked findings, verdict, playbook) and
+// fabric-wide (active anomalies and the jobs they touch).
+
+#include <ostream>
+#include <string>
+
+#include "cli/commands.h"
+#include "rocefab/v1/diagnosis.pb.h"
+
+namespace rocefab::cli {
+
+struct DiagnoseOptions {
+  std::string id;
+  std::string window = "10m";
+  int64_t at_unix_s = 0;  // end of the window; 0: now
+  bool onset_only = false;
+  int limit = 10;
+};
+
+struct HealthOptions {
+  std::string since;  // also anomalies that ended within this long
+  bool all = false;   // also list symptoms (pause victims, ...)
+};
+
+// Renders a diagnosis for people.
+void PrintDiagnosis(const v1::DiagnoseJobResponse& d, int64_t now_us, int limit, std::ostream& out);
+
+int RunJobDiagnose(const GlobalOptions& g, const DiagnoseOptions& o, std::ostream& out, std::ostream& err);
+int RunFabricHealth(const GlobalOptions& g, const HealthOptions& o, std::ostream& out, std::ostream& err);
+
+}  // namespace rocefab::cli

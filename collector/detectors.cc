@@ -1,0 +1,718 @@
+#include "collector/detectors.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "common/daemon_setup.h"
+#include "common/strings.h"
+
+namespace rocefab::collector {
+namespace {
+
+std::string Key(v1::Scope scope, const std::string& entity) {
+  return StrCat(static_cast<char>('0' + scope), entity);
+}
+
+std::string SeriesKey(const v1::Sample& s) {
+  if (s.has_prio()) return StrCat(s.counter(), "#", s.prio());
+  if (s.has_queue()) return StrCat(s.counter(), "@", s.queue());
+  return s.counter();
+}
+
+std::string DeviceOf(const std::string& entity) {
+  const size_t slash = entity.find('/');
+  return slash == std::string::npos ? entity : entity.substr(0, slash);
+}
+
+std::string Pct(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * share);
+  return buf;
+}
+
+std::string Num(double v) {
+  char buf[32];
+  if (std::fabs(v) >= 1e9) std::snprintf(buf, sizeof buf, "%.1fG", v / 1e9);
+  else if (std::fabs(v) >= 1e6) std::snprintf(buf, sizeof buf, "%.1fM", v / 1e6);
+  else if (std::fabs(v) >= 1e4) std::snprintf(buf, sizeof buf, "%.1fk", v / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+int TierOf(const Topology* topology, const std::string& device) {
+  if (topology == nullptr) return 9;
+  if (topology->FindHost(device) != nullptr) return 0;
+  if (const v1::TopoSwitch* sw = topology->FindSwitch(device)) return 1 + static_cast<int>(sw->role());
+  return 9;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  return v[mid];
+}
+
+std::string SizeBucket(const std::string& op, uint64_t bytes) {
+  int log2 = 0;
+  while ((bytes >> log2) > 1 && log2 < 63) ++log2;
+  return StrCat(op, "/2^", log2);
+}
+
+constexpr const char* kLossCounters[] = {"out_of_sequence", "packet_seq_errors", "local_ack_timeouts",
+                                         "retransmits"};
+
+}  // namespace
+
+absl::StatusOr<DetectorSettings> ResolveDetectorSettings(const v1::DetectorConfig& c) {
+  DetectorSettings s;
+  std::string errors;
+  auto ratio = [&](const char* name, double value, double* out, bool allow_one) {
+    if (value == 0) return;
+    if (value < 0 || value > 1 || (!allow_one && value == 1))
+      StrAppend(&errors, "detectors.", name, " must be between 0 and 1\n");
+    else *out = value;
+  };
+  auto duration = [&](const char* name, bool has, const google::protobuf::Duration& d, int64_t* out) {
+    if (!has) return;
+    const int64_t us = DurationToUs(d);
+    if (us <= 0) StrAppend(&errors, "detectors.", name, " must be positive\n");
+    else *out = us;
+  };
+  if (!c.lossless_priorities().empty()) {
+    s.lossless_priorities.clear();
+    for (uint32_t p : c.lossless_priorities()) {
+      if (p > 7) StrAppend(&errors, "detectors.lossless_priorities: ", p, " is not a priority 0-7\n");
+      s.lossless_priorities.insert(p);
+    }
+  }
+  ratio("pause_ratio", c.pause_ratio(), &s.pause_ratio, false);
+  ratio("storm_ratio", c.storm_ratio(), &s.storm_ratio, true);
+  ratio("buffer_high_ratio", c.buffer_high_ratio(), &s.buffer_high_ratio, true);
+  ratio("busbw_drop", c.busbw_drop(), &s.busbw_drop, false);
+  ratio("straggler_gap", c.straggler_gap(), &s.straggler_gap, false);
+  ratio("degraded_speed_ratio", c.degraded_speed_ratio(), &s.degraded_speed_ratio, false);
+  if (s.storm_ratio < s.pause_ratio)
+    StrAppend(&errors, "detectors.storm_ratio must not be below pause_ratio\n");
+  if (c.link_error_min()) s.link_error_min = c.link_error_min();
+  if (c.silent_loss_min()) s.silent_loss_min = c.silent_loss_min();
+  if (c.buffer_pool_bytes()) s.buffer_pool_bytes = c.buffer_pool_bytes();
+  if (c.deep_queue_bytes()) s.deep_queue_bytes = c.deep_queue_bytes();
+  if (c.baseline_intervals()) s.baseline_intervals = c.baseline_intervals();
+  if (c.lossless_drop_min()) s.lossless_drop_min = c.lossless_drop_min();
+  duration("stall_after", c.has_stall_after(), c.stall_after(), &s.stall_after_us);
+  duration("clear_after", c.has_clear_after(), c.clear_after(), &s.clear_after_us);
+  duration("evaluate_every", c.has_evaluate_every(), c.evaluate_every(), &s.evaluate_every_us);
+  duration("stale_after", c.has_stale_after(), c.stale_after(), &s.stale_after_us);
+  duration("flap_window", c.has_flap_window(), c.flap_window(), &s.flap_window_us);
+  duration("collective_window", c.has_collective_window(), c.collective_window(),
+           &s.collective_window_us);
+  if (!errors.empty()) {
+    errors.pop_back();
+    return absl::InvalidArgumentError(errors);
+  }
+  return s;
+}
+
+std::string CanonicalLinkEnd(const Topology* topology, const std::string& port) {
+  if (topology == nullptr) return port;
+  const int link = topology->LinkOfPort(port);
+  if (link < 0) return port;
+  const std::string& peer = topology->PeerOf(link, port);
+  const int mine = TierOf(topology, DeviceOf(port)), theirs = TierOf(topology, DeviceOf(peer));
+  if (mine != theirs) return mine < theirs ? port : peer;
+  return std::min(port, peer);
+}
+
+Detectors::Detectors(DetectorSettings settings) : s_(std::move(settings)) {}
+
+void Detectors::Observe(const v1::TelemetryBatch& batch) {
+  for (const v1::EntitySamples& es : batch.entities()) {
+    if (es.scope() == v1::SCOPE_UNSPECIFIED || es.scope() == v1::SCOPE_COLL) continue;
+    EntityState& e = entities_[Key(es.scope(), es.entity())];
+    if (es.timestamp_us() <= e.ts_us) continue;  // a replayed or reordered reading
+    e.scope = es.scope();
+    e.entity = es.entity();
+    e.prev_ts_us = e.ts_us;
+    e.ts_us = es.timestamp_us();
+    // A reading replaces the last one; series it lacks are no longer known.
+    e.series.clear();
+    for (const v1::Sample& sample : es.samples()) {
+      Reading& r = e.series[SeriesKey(sample)];
+      r.value = static_cast<double>(sample.value());
+      r.has_delta = sample.has_delta();
+      r.delta = static_cast<double>(sample.delta());
+    }
+  }
+  for (const v1::CollectiveRecord& rec : batch.collectives()) {
+    if (rec.job().empty()) continue;
+    JobState& job = jobs_[rec.job()];
+    const int64_t ts = rec.timestamp_us();
+    job.records.push_back({ts, rec.rank(), rec.host().empty() ? batch.agent_id() : rec.host(),
+                           rec.op(), rec.bytes(), rec.busbw_gbs(), rec.exec_time_us()});
+    job.newest_us = std::max(job.newest_us, ts);
+    if (job.first_us == 0 || ts < job.first_us) job.first_us = ts;
+  }
+}
+
+bool Detectors::Fresh(const EntityState& e, int64_t now_us) const {
+  return e.prev_ts_us > 0 && now_us - e.ts_us <= s_.stale_after_us;
+}
+
+double Detectors::IntervalUs(const EntityState& e) const {
+  return static_cast<double>(std::max<int64_t>(1, e.ts_us - e.prev_ts_us));
+}
+
+const Detectors::Reading* Detectors::Find(const EntityState& e, const std::string& key) const {
+  auto it = e.series.find(key);
+  return it == e.series.end() ? nullptr : &it->second;
+}
+
+double Detectors::Delta(const EntityState& e, const std::string& key) const {
+  const Reading* r = Find(e, key);
+  return r != nullptr && r->has_delta ? r->delta : 0;
+}
+
+double Detectors::LosslessDelta(const EntityState& e, const char* counter) const {
+  double sum = 0;
+  for (uint32_t p : s_.lossless_priorities) sum += Delta(e, StrCat(counter, "#", p));
+  return sum;
+}
+
+v1::Evidence Detectors::Ev(const EntityState& e, const std::string& counter, double delta,
+                           double rate, std::string note) const {
+  v1::Evidence ev;
+  ev.set_entity(e.entity);
+  ev.set_counter(counter);
+  // Each reading's delta is counted once, however often it is evaluated.
+  ev.set_total(e.ts_us > e.consumed_ts_us ? delta : 0);
+  ev.set_peak_rate(rate);
+  ev.set_note(std::move(note));
+  return ev;
+}
+
+void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits) {
+  const Topology* topo = context.topology.get();
+  struct Pause {
+    const EntityState* e;
+    double tx = 0, rx = 0, storm_events = 0;
+  };
+  std::vector<Pause> pauses;
+  // Devices with a port whose egress is being paused, and congested egress
+  // queues per device: what explains a device pausing its own senders.
+  std::unordered_map<std::string, double> device_paused;
+  struct Deep {
+    const EntityState* e;
+    double depth = 0, marks = 0, packets = 0;
+  };
+  std::unordered_map<std::string, std::vector<Deep>> device_deep;
+  std::unordered_map<std::string, double> port_rx;  // entity -> rx pause ratio
+  // Link speeds per device, for ports that came up slow before the
+  // collector ever saw them fast.
+  std::unordered_map<std::string, std::vector<double>> device_rates;
+  for (const auto& [key, e] : entities_)
+    if (Fresh(e, now_us))
+      if (const Reading* r = Find(e, "rate_bytes_per_second"); r != nullptr && r->value > 0)
+        device_rates[StrCat(static_cast<char>('0' + e.scope), DeviceOf(e.entity))].push_back(r->value);
+
+  for (auto& [key, e] : entities_) {
+    if (!Fresh(e, now_us)) continue;
+    const double interval_us = IntervalUs(e);
+    const double interval_s = interval_us / 1e6;
+    if (e.scope == v1::SCOPE_NIC || e.scope == v1::SCOPE_PORT) {
+      Pause p{&e};
+      p.tx = std::min(1.0, LosslessDelta(e, "pfc_tx_pause_us") / interval_us);
+      p.rx = std::min(1.0, LosslessDelta(e, "pfc_rx_pause_us") / interval_us);
+      p.storm_events = Delta(e, "pause_storm_warnings") + Delta(e, "pause_storm_errors");
+      if (p.tx >= s_.pause_ratio || p.rx >= s_.pause_ratio || p.storm_events > 0) pauses.push_back(p);
+      port_rx[e.entity] = p.rx;
+      if (p.rx >= s_.pause_ratio) {
+        double& d = device_paused[DeviceOf(e.entity)];
+        d = std::max(d, p.rx);
+      }
+
+      // Link state: down, flapping, slow, corrupting.
+      const std::string link = CanonicalLinkEnd(topo, e.entity);
+      const double downs = e.scope == v1::SCOPE_NIC ? std::max(Delta(e, "link_downed"), Delta(e, "link_down_events"))
+                                                    : Delta(e, "link_flaps");
+      if (downs > 0 && e.ts_us > e.consumed_ts_us) e.downs.push_back(e.ts_us);
+      while (!e.downs.empty() && e.downs.front() < now_us - s_.flap_window_us) e.downs.pop_front();
+      const Reading* up = Find(e, "link_up");
+      const bool is_down = up != nullptr && up->value == 0;
+      if (e.downs.size() >= 2) {
+        Hit h{"link_flap", link, v1::SEVERITY_CRITICAL, std::min(1.0, e.downs.size() / 5.0),
+              e.downs.front()};
+        h.evidence.push_back(Ev(e, e.scope == v1::SCOPE_NIC ? "link_downed" : "link_flaps", downs, downs / interval_s,
+                                StrCat(e.downs.size(), " downs in the flap window")));
+        h.summary = StrCat("link ", link, " went down ", e.downs.size(), " times within ",
+                           s_.flap_window_us / 1'000'000, " s", is_down ? " and is down now" : "");
+        // A flapping link stays suspect for a while after its last down.
+        h.clear_after_us = std::max(s_.clear_after_us, s_.flap_window_us / 4);
+        hits->push_back(std::move(h));
+      } else if (is_down) {
+        Hit h{"link_down", link, v1::SEVERITY_CRITICAL, 1.0, e.ts_us - static_cast<int64_t>(interval_us)};
+        h.evidence.push_back(Ev(e, "link_up", 0, 0, "carrier lost"));
+        h.summary = StrCat("link ", link, " is down (seen from ", e.entity, ")");
+        hits->push_back(std::move(h));
+      }
+      if (const Reading* rate = Find(e, "rate_bytes_per_second"); rate != nullptr && rate->value > 0 && !is_down) {
+        e.max_rate = std::max(e.max_rate, rate->value);
+        double nominal = e.max_rate;
+        const auto& siblings = device_rates[StrCat(static_cast<char>('0' + e.scope), DeviceOf(e.entity))];
+        if (siblings.size() >= 3) nominal = std::max(nominal, Median(siblings));
+        if (rate->value < s_.degraded_speed_ratio * nominal) {
+          Hit h{"link_degraded", link, v1::SEVERITY_CRITICAL, 1 - rate->value / nominal,
+                e.ts_us - static_cast<int64_t>(interval_us)};
+          h.evidence.push_back(Ev(e, "rate_bytes_per_second", 0, rate->value,
+                                  StrCat("nominal ", Num(nominal * 8), "b/s")));
+          h.summary = StrCat("link ", link, " runs at ", Num(rate->value * 8), "b/s instead of ",
+                             Num(nominal * 8), "b/s");
+          hits->push_back(std::move(h));
+        }
+      }
+      double errors = 0;
+      std::vector<v1::Evidence> error_ev;
+      static constexpr const char* kNicErrors[] = {"symbol_errors", "rx_icrc_errors"};
+      static constexpr const char* kPortErrors[] = {"rx_fcs_errors", "rx_symbol_errors"};
+      for (const char* c : e.scope == v1::SCOPE_NIC ? kNicErrors : kPortErrors) {
+        const double d = Delta(e, c);
+        if (d > 0) error_ev.push_back(Ev(e, c, d, d / interval_s));
+        // Symbol errors come in bursts per bad frame; FCS (or ICRC) counts frames.
+        errors = std::max(errors, d);
+      }
+      if (errors >= static_cast<double>(s_.link_error_min)) {
+        const double packets = Delta(e, "rx_packets");
+        Hit h{"link_errors", link, v1::SEVERITY_CRITICAL,
+              packets > 0 ? std::min(1.0, 1e4 * errors / packets) : 1.0, e.ts_us - static_cast<int64_t>(interval_us)};
+        h.evidence = std::move(error_ev);
+        h.summary = StrCat("corrupted frames on link ", link, ": ", Num(errors / interval_s),
+                           "/s at ", e.entity, packets > 0 ? StrCat(" (", errors / packets * 1e6, " per million)") : "");
+        hits->push_back(std::move(h));
+      }
+      if (e.scope == v1::SCOPE_NIC) {
+        double loss = 0;
+        std::vector<v1::Evidence> loss_ev;
+        for (const char* c : kLossCounters) {
+          const double d = Delta(e, c);
+          if (d > 0) loss_ev.push_back(Ev(e, c, d, d / interval_s));
+          loss += d;
+        }
+        if (loss >= static_cast<double>(s_.silent_loss_min)) {
+          Hit h{"silent_loss", e.entity, v1::SEVERITY_WARNING, std::min(1.0, loss / interval_s / 1e4),
+                e.ts_us - static_cast<int64_t>(interval_us)};
+          h.evidence = std::move(loss_ev);
+          h.summary = StrCat(e.entity, " sees RDMA loss: ", Num(loss / interval_s),
+                             " out-of-sequence, sequence-error, timeout and retransmit events/s");
+          hits->push_back(std::move(h));
+        }
+      }
+    } else if (e.scope == v1::SCOPE_QUEUE) {
+      for (uint32_t q : s_.lossless_priorities) {
+        const std::string at = StrCat("@", q);
+        const Reading* depth = Find(e, "queue_depth_bytes" + at);
+        const double packets = Delta(e, "queue_tx_packets" + at);
+        const double marks = Delta(e, "queue_ecn_marked_packets" + at);
+        const double drops = Delta(e, "queue_drops" + at);
+        if (depth != nullptr && depth->value >= static_cast<double>(s_.deep_queue_bytes) && packets > 0)
+          device_deep[DeviceOf(e.entity)].push_back({&e, depth->value, marks, packets});
+        if (drops >= static_cast<double>(s_.lossless_drop_min)) {
+          Hit h{"lossless_drops", e.entity, v1::SEVERITY_CRITICAL, std::min(1.0, drops / std::max(1.0, packets) * 1e3),
+                e.ts_us - static_cast<int64_t>(interval_us)};
+          h.evidence.push_back(Ev(e, "queue_drops", drops, drops / interval_s, StrCat("queue ", q)));
+          h.summary = StrCat(e.entity, " dropped ", Num(drops), " packets on lossless queue ", q,
+                             ": PFC is not protecting it");
+          hits->push_back(std::move(h));
+        }
+      }
+      // Buffer pools: entities "<switch>/<pool>" without a queue label.
+      if (const Reading* used = Find(e, "buffer_used_bytes")) {
+        const Reading* size = Find(e, "buffer_size_bytes");
+        const double pool = size != nullptr && size->value > 0 ? size->value
+                                                                : static_cast<double>(s_.buffer_pool_bytes);
+        if (pool > 0 && used->value >= s_.buffer_high_ratio * pool) {
+          Hit h{"buffer_high", e.entity, v1::SEVERITY_WARNING, used->value / pool,
+                e.ts_us - static_cast<int64_t>(interval_us)};
+          h.evidence.push_back(Ev(e, "buffer_used_bytes", 0, used->value, StrCat("pool ", Num(pool), "B")));
+          h.summary = StrCat("buffer pool ", e.entity, " at ", Pct(used->value / pool), " of ", Num(pool), "B");
+          hits->push_back(std::move(h));
+        }
+      }
+    }
+  }
+
+  // ECN: a queue far beyond any marking threshold that marks nothing, and is
+  // not simply held by pauses from downstream, has ECN off.
+  std::vector<Hit> origins;
+  std::unordered_map<std::string, std::string> congestion_origin;  // device -> origin key
+  for (auto& [device, deeps] : device_deep) {
+    std::vector<const Deep*> unmarked;
+    for (const Deep& d : deeps) {
+      const bool paused = port_rx.count(d.e->entity) && port_rx[d.e->entity] >= s_.pause_ratio;
+      if (!paused && d.marks == 0) unmarked.push_back(&d);
+    }
+    if (unmarked.empty()) continue;
+    // Several ports of one switch: the switch's profile, not one port.
+    const std::string entity = unmarked.size() >= 2 ? device : unmarked[0]->e->entity;
+    Hit h{"ecn_misconfig", entity, v1::SEVERITY_CRITICAL, 1.0, 0};
+    for (const Deep* d : unmarked) {
+      const int64_t start = d->e->ts_us - static_cast<int64_t>(IntervalUs(*d->e));
+      h.start_us = h.start_us == 0 ? start : std::min(h.start_us, start);
+      h.evidence.push_back(Ev(*d->e, "queue_depth_bytes", 0, d->depth, "lossless queue"));
+      h.evidence.push_back(Ev(*d->e, "queue_ecn_marked_packets", 0, 0,
+                              StrCat(Num(d->packets), " packets sent, none marked")));
+    }
+    h.summary = StrCat(unmarked.size(), " lossless queue(s) on ", device, " hold ",
+                       Num(unmarked[0]->depth), "B or more and mark nothing: ECN is not configured, so "
+                       "congestion becomes PFC");
+    congestion_origin[device] = StrCat(h.kind, "|", h.entity);
+    origins.push_back(std::move(h));
+  }
+
+  // PFC: who pauses whom, and who started it. A port that pauses its peer is
+  // explained when its own device cannot drain: another of its ports is
+  // paused from downstream, or one of its egress queues is congested.
+  std::vector<const Pause*> victims;
+  for (const Pause& p : pauses) {
+    const std::string device = DeviceOf(p.e->entity);
+    const bool nic = p.e->scope == v1::SCOPE_NIC;
+    if (p.tx < s_.pause_ratio && p.storm_events == 0) {
+      victims.push_back(&p);
+      continue;
+    }
+    bool explained = false;
+    if (!nic) {
+      for (const Pause& other : pauses)
+        if (&other != &p && other.rx >= s_.pause_ratio && DeviceOf(other.e->entity) == device)
+          explained = true;
+      if (!explained && device_deep.count(device)) {
+        explained = true;
+        if (!congestion_origin.count(device)) {
+          // Marking, but DCQCN cannot hold it: congestion beyond ECN's reach.
+          const Deep* worst = nullptr;
+          for (const Deep& d : device_deep[device])
+            if (worst == nullptr || d.depth > worst->depth) worst = &d;
+          Hit h{"ecn_hotspot", worst->e->entity, v1::SEVERITY_WARNING,
+                std::min(1.0, worst->depth / (4.0 * static_cast<double>(s_.deep_queue_bytes))),
+                worst->e->ts_us - static_cast<int64_t>(IntervalUs(*worst->e))};
+          h.evidence.push_back(Ev(*worst->e, "queue_depth_bytes", 0, worst->depth, "lossless queue"));
+          h.evidence.push_back(Ev(*worst->e, "queue_ecn_marked_packets", worst->marks,
+                                  worst->marks / (IntervalUs(*worst->e) / 1e6),
+                                  StrCat(Pct(worst->marks / worst->packets), " of packets marked")));
+          h.summary = StrCat("egress ", worst->e->entity, " is congested beyond what ECN can hold (",
+                             Num(worst->depth), "B queued, ", Pct(worst->marks / worst->packets),
+                             " marked); its switch pauses the senders");
+          congestion_origin[device] = StrCat(h.kind, "|", h.entity);
+          origins.push_back(std::move(h));
+        }
+      }
+    }
+    if (explained) {
+      victims.push_back(&p);
+      continue;
+    }
+    const bool storm = p.tx >= s_.storm_ratio || p.storm_events > 0;
+    Hit h{storm ? "pfc_storm" : "pfc_pause", p.e->entity,
+          storm ? v1::SEVERITY_CRITICAL : v1::SEVERITY_WARNING, p.tx,
+          p.e->ts_us - static_cast<int64_t>(IntervalUs(*p.e))};
+    const double interval_s = IntervalUs(*p.e) / 1e6;
+    h.evidence.push_back(Ev(*p.e, "pfc_tx_pause_us", LosslessDelta(*p.e, "pfc_tx_pause_us"),
+                            LosslessDelta(*p.e, "pfc_tx_pause_us") / interval_s,
+                            StrCat("pausing its peer ", Pct(p.tx), " of the time")));
+    const double frames = LosslessDelta(*p.e, "pfc_tx_pause_frames");
+    if (frames > 0) h.evidence.push_back(Ev(*p.e, "pfc_tx_pause_frames", frames, frames / interval_s));
+    if (p.storm_events > 0)
+      h.evidence.push_back(Ev(*p.e, "pause_storm_warnings", p.storm_events, p.storm_events / interval_s,
+                              "the NIC's own stall prevention fired"));
+    h.summary = storm ? StrCat(p.e->entity, " keeps its link partner paused ", Pct(p.tx),
+                               " of the time on the lossless class and nothing downstream explains it: "
+                               "it is the origin of a PFC storm")
+                      : StrCat(p.e->entity, " pauses its link partner ", Pct(p.tx),
+                               " of the time with no congestion or pause downstream to explain it");
+    origins.push_back(std::move(h));
+  }
+  // The pfcwd on the switch side names the storming peer too.
+  if (topo != nullptr) {
+    for (Hit& o : origins) {
+      if (o.kind != "pfc_storm") continue;
+      const int link = topo->LinkOfPort(o.entity);
+      if (link < 0) continue;
+      auto it = entities_.find(Key(v1::SCOPE_PORT, topo->PeerOf(link, o.entity)));
+      if (it == entities_.end() || !Fresh(it->second, now_us)) continue;
+      double wd = 0;
+      for (const auto& [k, r] : it->second.series)
+        if (k.rfind("pfcwd_storms_detected", 0) == 0 && r.has_delta) wd += r.delta;
+      if (wd > 0) o.evidence.push_back(Ev(it->second, "pfcwd_storms_detected", wd, 0, "PFC watchdog on the peer"));
+    }
+  }
+
+  auto pick_origin = [&](const std::string& device) -> std::string {
+    if (auto it = congestion_origin.find(device); it != congestion_origin.end()) return it->second;
+    const Hit* best = nullptr;
+    for (const Hit& o : origins) {
+      if (o.kind == "pfc_pause") continue;
+      const bool here = DeviceOf(o.entity) == device || o.entity == device;
+      if (here) return StrCat(o.kind, "|", o.entity);
+      if (best == nullptr || o.magnitude > best->magnitude) best = &o;
+    }
+    return best ? StrCat(best->kind, "|", best->entity) : "";
+  };
+  for (const Pause* p : victims) {
+    const double ratio = std::max(p->tx, p->rx);
+    if (ratio < s_.pause_ratio) continue;
+    Hit h{"pfc_pause", p->e->entity, v1::SEVERITY_INFO, ratio,
+          p->e->ts_us - static_cast<int64_t>(IntervalUs(*p->e))};
+    const double interval_s = IntervalUs(*p->e) / 1e6;
+    if (p->rx > 0)
+      h.evidence.push_back(Ev(*p->e, "pfc_rx_pause_us", LosslessDelta(*p->e, "pfc_rx_pause_us"),
+                              LosslessDelta(*p->e, "pfc_rx_pause_us") / interval_s,
+                              StrCat("paused ", Pct(p->rx), " of the time")));
+    if (p->tx > 0)
+      h.evidence.push_back(Ev(*p->e, "pfc_tx_pause_us", LosslessDelta(*p->e, "pfc_tx_pause_us"),
+                              LosslessDelta(*p->e, "pfc_tx_pause_us") / interval_s,
+                              StrCat("pausing its peer ", Pct(p->tx), " of the time")));
+    h.cause_key = pick_origin(DeviceOf(p->e->entity));
+    h.summary = StrCat(p->e->entity, " is in a pause tree (", Pct(ratio), " of the time paused or pausing)",
+                       h.cause_key.empty() ? "" : StrCat(", spread from ", h.cause_key.substr(h.cause_key.find('|') + 1)));
+    hits->push_back(std::move(h));
+  }
+  for (Hit& o : origins) hits->push_back(std::move(o));
+
+  // Loss on NICs behind a bad link is that link's doing.
+  std::string link_cause;
+  for (const Hit& h : *hits)
+    if (h.kind == "link_errors" || h.kind == "link_flap" || h.kind == "link_down") {
+      link_cause = StrCat(h.kind, "|", h.entity);
+      break;
+    }
+  if (!link_cause.empty())
+    for (Hit& h : *hits)
+      if (h.kind == "silent_loss") {
+        // Prefer the NIC's own link when that is the bad one.
+        const std::string own = CanonicalLinkEnd(topo, h.entity);
+        bool own_bad = false;
+        for (const Hit& l : *hits)
+          if ((l.kind == "link_errors" || l.kind == "link_flap" || l.kind == "link_down") && l.entity == own)
+            own_bad = true, h.cause_key = StrCat(l.kind, "|", l.entity);
+        if (!own_bad) h.cause_key = link_cause;
+      }
+}
+
+void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits) {
+  std::unordered_map<std::string, const v1::Job*> registry;
+  for (const v1::Job& job : context.running_jobs) registry[job.id()] = &job;
+  for (auto& [id, job] : jobs_) {
+    while (!job.records.empty() && job.records.front().ts_us < job.newest_us - s_.collective_window_us)
+      job.records.pop_front();
+    const v1::Job* reg = registry.count(id) ? registry[id] : nullptr;
+    // A registered, running job that completes nothing: hung on a dead
+    // ring. (Without the registry a job that finished looks the same.)
+    if (reg != nullptr && job.newest_us > 0 && now_us - job.newest_us >= s_.stall_after_us) {
+      Hit h{"job_stalled", id, v1::SEVERITY_CRITICAL, 1.0, job.newest_us};
+      h.job = id;
+      v1::Evidence ev;
+      ev.set_entity(id);
+      ev.set_counter("seconds_since_last_collective");
+      ev.set_peak_rate(static_cast<double>(now_us - job.newest_us) / 1e6);
+      h.evidence.push_back(ev);
+      h.summary = StrCat("job ", id, " has completed no collective for ",
+                         (now_us - job.newest_us) / 1'000'000, " s");
+      hits->push_back(std::move(h));
+      continue;
+    }
+    if (job.records.empty() || job.newest_us <= job.judged_until_us) continue;
+    job.judged_until_us = job.newest_us;
+
+    // Bus bandwidth against the job's own healthy level, per op and size.
+    std::map<std::string, std::pair<double, int>> sums;
+    for (const CollRecord& r : job.records) {
+      auto& [sum, n] = sums[SizeBucket(r.op, r.bytes)];
+      sum += r.busbw;
+      ++n;
+    }
+    for (auto& [bucket, sn] : sums) {
+      const double mean = sn.first / sn.second;
+      std::deque<double>& healthy = job.healthy[bucket];
+      const double baseline = healthy.size() >= s_.baseline_intervals
+                                  ? Median(std::vector<double>(healthy.begin(), healthy.end()))
+                                  : 0;
+      if (baseline > 0 && mean < (1 - s_.busbw_drop) * baseline) {
+        Hit h{"busbw_regression", id, v1::SEVERITY_WARNING, 1 - mean / baseline,
+              job.records.front().ts_us};
+        h.job = id;
+        v1::Evidence ev;
+        ev.set_entity(id);
+        ev.set_counter("busbw_gbs");
+        ev.set_total(baseline);
+        ev.set_peak_rate(mean);
+        ev.set_note(StrCat(bucket, ": baseline ", Num(baseline), " GB/s"));
+        h.evidence.push_back(ev);
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "job %s %s busbw %.1f GB/s, %.0f%% below its baseline %.1f GB/s",
+                      id.c_str(), bucket.c_str(), mean, 100 * (1 - mean / baseline), baseline);
+        h.summary = buf;
+        hits->push_back(std::move(h));
+      } else {
+        healthy.push_back(mean);
+        while (healthy.size() > 600) healthy.pop_front();
+      }
+    }
+
+    // Stragglers: the others wait for the late rank inside their kernels,
+    // so its own kernel time is the shortest.
+    std::map<uint32_t, std::pair<double, int>> per_rank;
+    std::map<uint32_t, std::string> rank_host;
+    for (const CollRecord& r : job.records) {
+      auto& [sum, n] = per_rank[r.rank];
+      sum += r.exec_us;
+      ++n;
+      rank_host[r.rank] = r.host;
+    }
+    if (per_rank.size() < 3) continue;
+    std::vector<double> means;
+    for (const auto& [rank, sn] : per_rank) means.push_back(sn.first / sn.second);
+    const double median = Median(means);
+    std::vector<uint32_t> late;
+    for (const auto& [rank, sn] : per_rank)
+      if (sn.first / sn.second <= (1 - s_.straggler_gap) * median) late.push_back(rank);
+    // Many "fast" ranks is a split job, not one straggler.
+    if (late.empty() || late.size() * 10 > per_rank.size()) continue;
+    for (uint32_t rank : late) {
+      std::string entity = StrCat(rank_host[rank], "/rank", rank);
+      if (reg != nullptr)
+        for (const auto& r : reg->ranks())
+          if (r.rank() == rank) entity = StrCat(r.host(), "/gpu", r.gpu());
+      const double mine = per_rank[rank].first / per_rank[rank].second;
+      Hit h{"straggler", entity, v1::SEVERITY_WARNING, 1 - mine / median, job.records.front().ts_us};
+      h.job = id;
+      v1::Evidence ev;
+      ev.set_entity(entity);
+      ev.set_counter("coll_exec_time_us");
+      ev.set_peak_rate(mine);
+      ev.set_total(median);
+      ev.set_note(StrCat("rank ", rank, "; median of the other ranks ", Num(median), " us"));
+      h.evidence.push_back(ev);
+      char buf[200];
+      std::snprintf(buf, sizeof buf,
+                    "rank %u (%s) of job %s is late: the other ranks wait for it (its kernel time "
+                    "%.0f us vs median %.0f us)",
+                    rank, entity.c_str(), id.c_str(), mine, median);
+      h.summary = buf;
+      hits->push_back(std::move(h));
+    }
+  }
+}
+
+void Detectors::DetectDrift(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits) {
+  if (!context.controller_reachable) return;
+  std::set<std::string> seen;
+  for (const v1::SwitchStatus& st : context.switch_status) {
+    if (!st.drift()) continue;
+    seen.insert(st.switch_name());
+    auto [it, fresh] = drift_since_.emplace(st.switch_name(), now_us);
+    // A rollout in flight drifts for seconds; only lasting drift counts.
+    if (now_us - it->second < s_.drift_grace_us) continue;
+    Hit h{"config_drift", st.switch_name(), v1::SEVERITY_WARNING, 1.0, it->second};
+    v1::Evidence ev;
+    ev.set_entity(st.switch_name());
+    ev.set_counter("applied_generation");
+    ev.set_total(static_cast<double>(st.desired_generation()));
+    ev.set_peak_rate(static_cast<double>(st.applied_generation()));
+    ev.set_note(StrCat("desired ", st.desired_generation(), " (", st.desired_hash().substr(0, 12), "), applied ",
+                       st.applied_generation(), " (", st.applied_hash().substr(0, 12), ")",
+                       st.error().empty() ? "" : StrCat(": ", st.error())));
+    h.evidence.push_back(ev);
+    h.summary = StrCat(st.switch_name(), " runs config generation ", st.applied_generation(),
+                       " but the controller wants ", st.desired_generation());
+    hits->push_back(std::move(h));
+  }
+  for (auto it = drift_since_.begin(); it != drift_since_.end();)
+    it = seen.count(it->first) ? std::next(it) : drift_since_.erase(it);
+}
+
+void Detectors::Track(int64_t now_us, std::vector<Hit> hits) {
+  for (Hit& h : hits) {
+    const std::string key = StrCat(h.kind, "|", h.entity);
+    auto it = active_.find(key);
+    if (it == active_.end()) {
+      Tracked t;
+      t.anomaly.set_id(next_id_++);
+      t.anomaly.set_kind(h.kind);
+      t.anomaly.set_entity(h.entity);
+      t.anomaly.set_start_us(h.start_us > 0 ? h.start_us : now_us);
+      t.anomaly.set_detected_us(now_us);
+      t.anomaly.set_job(h.job);
+      it = active_.emplace(key, std::move(t)).first;
+    }
+    Tracked& t = it->second;
+    v1::Anomaly& a = t.anomaly;
+    t.last_hit_us = now_us;
+    t.clear_after_us = h.clear_after_us > 0 ? h.clear_after_us : s_.clear_after_us;
+    for (const v1::Evidence& ev : h.evidence) {
+      v1::Evidence* into = nullptr;
+      for (auto& existing : *a.mutable_evidence())
+        if (existing.entity() == ev.entity() && existing.counter() == ev.counter()) into = &existing;
+      if (into == nullptr) {
+        into = a.add_evidence();
+        *into = ev;
+        continue;
+      }
+      into->set_total(into->total() + ev.total());
+      into->set_peak_rate(std::max(into->peak_rate(), ev.peak_rate()));
+      if (!ev.note().empty()) into->set_note(ev.note());
+    }
+    if (h.severity > a.severity()) a.set_severity(h.severity);
+    a.set_magnitude(std::max(a.magnitude(), h.magnitude));
+    a.set_summary(h.summary);
+    a.set_updated_us(now_us);
+    // Cause keys resolve below, once every hit of this round is tracked.
+    a.set_caused_by(0);
+    t.changed = true;
+  }
+  // Causes: the origin's id, when the origin is active.
+  for (const Hit& h : hits) {
+    if (h.cause_key.empty()) continue;
+    auto self = active_.find(StrCat(h.kind, "|", h.entity));
+    auto cause = active_.find(h.cause_key);
+    if (self != active_.end() && cause != active_.end() && cause != self)
+      self->second.anomaly.set_caused_by(cause->second.anomaly.id());
+  }
+}
+
+std::vector<v1::Anomaly> Detectors::Evaluate(int64_t now_us, const FabricContext& context) {
+  std::vector<Hit> hits;
+  DetectPorts(now_us, context, &hits);
+  DetectJobs(now_us, context, &hits);
+  DetectDrift(now_us, context, &hits);
+  for (auto& [key, t] : active_) t.changed = false;
+  Track(now_us, std::move(hits));
+  for (auto& [key, e] : entities_) e.consumed_ts_us = std::max(e.consumed_ts_us, e.ts_us);
+
+  std::vector<v1::Anomaly> changes;
+  for (auto it = active_.begin(); it != active_.end();) {
+    Tracked& t = it->second;
+    if (t.last_hit_us < now_us && now_us - t.last_hit_us >= t.clear_after_us) {
+      t.anomaly.set_end_us(t.last_hit_us);
+      t.anomaly.set_updated_us(now_us);
+      changes.push_back(t.anomaly);
+      it = active_.erase(it);
+      continue;
+    }
+    if (t.changed) changes.push_back(t.anomaly);
+    ++it;
+  }
+  // Forget entities nobody reports any more, and jobs long silent.
+  for (auto it = entities_.begin(); it != entities_.end();)
+    it = now_us - it->second.ts_us > 3600LL * 1'000'000 ? entities_.erase(it) : std::next(it);
+  for (auto it = jobs_.begin(); it != jobs_.end();)
+    it = now_us - it->second.newest_us > 3600LL * 1'000'000 ? jobs_.erase(it) : std::next(it);
+  return changes;
+}
+
+std::vector<v1::Anomaly> Detectors::Active() const {
+  std::vector<v1::Anomaly> out;
+  for (const auto& [key, t] : active_) out.push_back(t.anomaly);
+  return out;
+}
+
+}  // namespace rocefab::collector

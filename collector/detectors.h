@@ -1,0 +1,160 @@
+#pragma once
+// The collector's detectors (docs/diagnosis.md). Stored telemetry is fed in
+// with Observe; Evaluate runs every detector over the latest interval of
+// every entity (the hot window: what each agent reported last, plus the
+// recent collective records of each job) and tracks anomalies through their
+// life: opened on the first interval that shows them, kept while they show,
+// closed after `clear_after` of quiet.
+//
+// Not thread-safe: the ingester thread owns it (Observe after each commit,
+// Evaluate every `evaluate_every`).
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/topology.h"
+#include "rocefab/v1/config.pb.h"
+#include "rocefab/v1/control.pb.h"
+#include "rocefab/v1/diagnosis.pb.h"
+#include "rocefab/v1/telemetry.pb.h"
+
+namespace rocefab::collector {
+
+// DetectorConfig with every default filled in (docs/diagnosis.md).
+struct DetectorSettings {
+  std::set<uint32_t> lossless_priorities = {3};
+  double pause_ratio = 0.05;
+  double storm_ratio = 0.2;
+  uint64_t link_error_min = 10;
+  uint64_t silent_loss_min = 10;
+  double buffer_high_ratio = 0.8;
+  uint64_t buffer_pool_bytes = 0;
+  uint64_t deep_queue_bytes = 1'000'000;
+  double busbw_drop = 0.2;
+  uint32_t baseline_intervals = 5;
+  double straggler_gap = 0.3;
+  int64_t stall_after_us = 5'000'000;
+  double degraded_speed_ratio = 0.75;
+  int64_t clear_after_us = 3'000'000;
+  int64_t evaluate_every_us = 500'000;
+  int64_t stale_after_us = 5'000'000;
+  int64_t flap_window_us = 60'000'000;
+  int64_t collective_window_us = 2'000'000;
+  uint64_t lossless_drop_min = 1;
+  int64_t drift_grace_us = 30'000'000;
+};
+
+// Fills defaults and checks ranges; every problem is reported.
+absl::StatusOr<DetectorSettings> ResolveDetectorSettings(const v1::DetectorConfig& config);
+
+// What the detectors know beyond telemetry. Everything is optional.
+struct FabricContext {
+  std::shared_ptr<const Topology> topology;
+  std::vector<v1::Job> running_jobs;              // the registry
+  bool controller_reachable = false;
+  std::vector<v1::SwitchStatus> switch_status;    // desired vs applied, per switch
+};
+
+// The canonical name of the link on `port` ("dev/port"): the end nearest the
+// hosts (a NIC, else the lower switch tier), so both ends of a link report
+// as one. `port` itself without a topology or a link.
+std::string CanonicalLinkEnd(const Topology* topology, const std::string& port);
+
+class Detectors final {
+ public:
+  explicit Detectors(DetectorSettings settings);
+
+  // Takes in one stored batch.
+  void Observe(const v1::TelemetryBatch& batch);
+
+  // Runs the detectors as of `now_us` (Unix µs). Returns every anomaly that
+  // opened, changed or closed in this evaluation, for the store.
+  std::vector<v1::Anomaly> Evaluate(int64_t now_us, const FabricContext& context);
+
+  // Anomalies open right now.
+  std::vector<v1::Anomaly> Active() const;
+  // Ids continue after those already stored.
+  void SetNextId(uint64_t id) { next_id_ = id; }
+  const DetectorSettings& settings() const { return s_; }
+  size_t entities() const { return entities_.size(); }
+
+ private:
+  struct Reading {
+    double delta = 0;
+    double value = 0;
+    bool has_delta = false;
+  };
+  struct EntityState {
+    v1::Scope scope = v1::SCOPE_UNSPECIFIED;
+    std::string entity;
+    int64_t ts_us = 0, prev_ts_us = 0;
+    int64_t consumed_ts_us = 0;  // evidence of this reading already counted
+    std::unordered_map<std::string, Reading> series;
+    double max_rate = 0;         // highest link speed seen
+    std::deque<int64_t> downs;   // when the link went down
+  };
+  struct CollRecord {
+    int64_t ts_us;
+    uint32_t rank;
+    std::string host;
+    std::string op;
+    uint64_t bytes;
+    double busbw;
+    double exec_us;
+  };
+  struct JobState {
+    std::deque<CollRecord> records;
+    int64_t newest_us = 0;
+    int64_t first_us = 0;
+    int64_t judged_until_us = 0;
+    std::map<std::string, std::deque<double>> healthy;  // op/size bucket -> window means
+  };
+  struct Hit {
+    std::string kind, entity;
+    v1::Severity severity = v1::SEVERITY_WARNING;
+    double magnitude = 0;
+    int64_t start_us = 0;
+    std::vector<v1::Evidence> evidence;
+    std::string summary;
+    std::string cause_key;
+    std::string job;
+    int64_t clear_after_us = 0;  // 0: the default
+  };
+  struct Tracked {
+    v1::Anomaly anomaly;
+    int64_t last_hit_us = 0;       // evaluation time
+    int64_t clear_after_us = 0;
+    bool changed = false;
+  };
+
+  void DetectPorts(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits);
+  void DetectJobs(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits);
+  void DetectDrift(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits);
+  void Track(int64_t now_us, std::vector<Hit> hits);
+
+  // Helpers over one entity's latest interval.
+  bool Fresh(const EntityState& e, int64_t now_us) const;
+  double IntervalUs(const EntityState& e) const;
+  double Delta(const EntityState& e, const std::string& key) const;
+  double LosslessDelta(const EntityState& e, const char* counter) const;
+  const Reading* Find(const EntityState& e, const std::string& key) const;
+  // Evidence of `counter` on `e`, counting its delta once per reading.
+  v1::Evidence Ev(const EntityState& e, const std::string& counter, double delta, double rate,
+                  std::string note = "") const;
+
+  DetectorSettings s_;
+  std::unordered_map<std::string, EntityState> entities_;  // scope char + entity
+  std::map<std::string, JobState> jobs_;
+  std::map<std::string, Tracked> active_;  // kind|entity
+  std::map<std::string, int64_t> drift_since_;
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace rocefab::collector
