@@ -150,7 +150,7 @@ void Detectors::Observe(const v1::TelemetryBatch& batch) {
     JobState& job = jobs_[rec.job()];
     const int64_t ts = rec.timestamp_us();
     job.records.push_back({ts, rec.rank(), rec.host().empty() ? batch.agent_id() : rec.host(),
-                           rec.op(), rec.bytes(), rec.busbw_gbs(), rec.exec_time_us()});
+                           rec.op(), rec.bytes(), rec.seq(), rec.busbw_gbs(), rec.exec_time_us()});
     job.newest_us = std::max(job.newest_us, ts);
     if (job.first_us == 0 || ts < job.first_us) job.first_us = ts;
   }
@@ -201,7 +201,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   std::vector<Pause> pauses;
   // Devices with a port whose egress is being paused, and congested egress
   // queues per device: what explains a device pausing its own senders.
-  std::unordered_map<std::string, double> device_paused;
+  std::unordered_map<std::string, std::vector<std::string>> device_paused;
   struct Deep {
     const EntityState* e;
     double depth = 0, marks = 0, packets = 0;
@@ -227,10 +227,9 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       p.storm_events = Delta(e, "pause_storm_warnings") + Delta(e, "pause_storm_errors");
       if (p.tx >= s_.pause_ratio || p.rx >= s_.pause_ratio || p.storm_events > 0) pauses.push_back(p);
       port_rx[e.entity] = p.rx;
-      if (p.rx >= s_.pause_ratio) {
-        double& d = device_paused[DeviceOf(e.entity)];
-        d = std::max(d, p.rx);
-      }
+      // Any real pause received counts as a reason to relay one: pause
+      // levels smear over a tree's hops within one interval.
+      if (p.rx >= s_.pause_ratio / 5) device_paused[DeviceOf(e.entity)].push_back(e.entity);
 
       // Link state: down, flapping, slow, corrupting.
       const std::string link = CanonicalLinkEnd(topo, e.entity);
@@ -348,7 +347,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   for (auto& [device, deeps] : device_deep) {
     std::vector<const Deep*> unmarked;
     for (const Deep& d : deeps) {
-      const bool paused = port_rx.count(d.e->entity) && port_rx[d.e->entity] >= s_.pause_ratio;
+      const bool paused = port_rx.count(d.e->entity) && port_rx[d.e->entity] >= s_.pause_ratio / 5;
       if (!paused && d.marks == 0) unmarked.push_back(&d);
     }
     if (unmarked.empty()) continue;
@@ -382,16 +381,18 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     }
     bool explained = false;
     if (!nic) {
-      for (const Pause& other : pauses)
-        if (&other != &p && other.rx >= s_.pause_ratio && DeviceOf(other.e->entity) == device)
-          explained = true;
-      if (!explained && device_deep.count(device)) {
+      if (auto it = device_paused.find(device); it != device_paused.end())
+        for (const std::string& other : it->second)
+          if (other != p.e->entity) explained = true;
+      const Deep* worst = nullptr;
+      if (!explained && device_deep.count(device))
+        for (const Deep& d : device_deep[device])
+          if (port_rx[d.e->entity] < s_.pause_ratio / 5 && (worst == nullptr || d.depth > worst->depth))
+            worst = &d;
+      if (worst != nullptr) {
         explained = true;
         if (!congestion_origin.count(device)) {
           // Marking, but DCQCN cannot hold it: congestion beyond ECN's reach.
-          const Deep* worst = nullptr;
-          for (const Deep& d : device_deep[device])
-            if (worst == nullptr || d.depth > worst->depth) worst = &d;
           Hit h{"ecn_hotspot", worst->e->entity, v1::SEVERITY_WARNING,
                 std::min(1.0, worst->depth / (4.0 * static_cast<double>(s_.deep_queue_bytes))),
                 worst->e->ts_us - static_cast<int64_t>(IntervalUs(*worst->e))};
@@ -523,22 +524,41 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
     if (job.records.empty() || job.newest_us <= job.judged_until_us) continue;
     job.judged_until_us = job.newest_us;
 
-    // Bus bandwidth against the job's own healthy level, per op and size.
-    std::map<std::string, std::pair<double, int>> sums;
+    // One collective as all its ranks saw it. Only collectives most ranks
+    // have reported are judged (hosts deliver at different moments), and
+    // only the latest few, so a window never mixes two regimes for long.
+    struct Seq {
+      int64_t ts_us = 0;
+      std::vector<const CollRecord*> ranks;
+    };
+    std::map<std::string, std::map<uint64_t, Seq>> by_bucket;
     for (const CollRecord& r : job.records) {
-      auto& [sum, n] = sums[SizeBucket(r.op, r.bytes)];
-      sum += r.busbw;
-      ++n;
+      Seq& seq = by_bucket[SizeBucket(r.op, r.bytes)][r.seq];
+      seq.ts_us = std::max(seq.ts_us, r.ts_us);
+      seq.ranks.push_back(&r);
     }
-    for (auto& [bucket, sn] : sums) {
-      const double mean = sn.first / sn.second;
+    for (const auto& [bucket, seqs] : by_bucket)
+      for (const auto& [n, seq] : seqs)
+        job.max_ranks = std::max(job.max_ranks, static_cast<uint32_t>(seq.ranks.size()));
+    constexpr size_t kRecentSeqs = 10;
+    for (const auto& [bucket, seqs] : by_bucket) {
+      std::vector<const Seq*> recent;
+      for (auto it = seqs.rbegin(); it != seqs.rend() && recent.size() < kRecentSeqs; ++it)
+        if (it->second.ranks.size() * 4 >= job.max_ranks * 3) recent.push_back(&it->second);
+      if (recent.size() < 3) continue;
+
+      // Bus bandwidth against the job's own healthy level, per op and size.
+      double sum = 0;
+      size_t n = 0;
+      for (const Seq* seq : recent)
+        for (const CollRecord* r : seq->ranks) sum += r->busbw, ++n;
+      const double mean = sum / static_cast<double>(n);
       std::deque<double>& healthy = job.healthy[bucket];
       const double baseline = healthy.size() >= s_.baseline_intervals
                                   ? Median(std::vector<double>(healthy.begin(), healthy.end()))
                                   : 0;
       if (baseline > 0 && mean < (1 - s_.busbw_drop) * baseline) {
-        Hit h{"busbw_regression", id, v1::SEVERITY_WARNING, 1 - mean / baseline,
-              job.records.front().ts_us};
+        Hit h{"busbw_regression", id, v1::SEVERITY_WARNING, 1 - mean / baseline, recent.back()->ts_us};
         h.job = id;
         v1::Evidence ev;
         ev.set_entity(id);
@@ -556,49 +576,54 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
         healthy.push_back(mean);
         while (healthy.size() > 600) healthy.pop_front();
       }
-    }
 
-    // Stragglers: the others wait for the late rank inside their kernels,
-    // so its own kernel time is the shortest.
-    std::map<uint32_t, std::pair<double, int>> per_rank;
-    std::map<uint32_t, std::string> rank_host;
-    for (const CollRecord& r : job.records) {
-      auto& [sum, n] = per_rank[r.rank];
-      sum += r.exec_us;
-      ++n;
-      rank_host[r.rank] = r.host;
-    }
-    if (per_rank.size() < 3) continue;
-    std::vector<double> means;
-    for (const auto& [rank, sn] : per_rank) means.push_back(sn.first / sn.second);
-    const double median = Median(means);
-    std::vector<uint32_t> late;
-    for (const auto& [rank, sn] : per_rank)
-      if (sn.first / sn.second <= (1 - s_.straggler_gap) * median) late.push_back(rank);
-    // Many "fast" ranks is a split job, not one straggler.
-    if (late.empty() || late.size() * 10 > per_rank.size()) continue;
-    for (uint32_t rank : late) {
-      std::string entity = StrCat(rank_host[rank], "/rank", rank);
-      if (reg != nullptr)
-        for (const auto& r : reg->ranks())
-          if (r.rank() == rank) entity = StrCat(r.host(), "/gpu", r.gpu());
-      const double mine = per_rank[rank].first / per_rank[rank].second;
-      Hit h{"straggler", entity, v1::SEVERITY_WARNING, 1 - mine / median, job.records.front().ts_us};
-      h.job = id;
-      v1::Evidence ev;
-      ev.set_entity(entity);
-      ev.set_counter("coll_exec_time_us");
-      ev.set_peak_rate(mine);
-      ev.set_total(median);
-      ev.set_note(StrCat("rank ", rank, "; median of the other ranks ", Num(median), " us"));
-      h.evidence.push_back(ev);
-      char buf[200];
-      std::snprintf(buf, sizeof buf,
-                    "rank %u (%s) of job %s is late: the other ranks wait for it (its kernel time "
-                    "%.0f us vs median %.0f us)",
-                    rank, entity.c_str(), id.c_str(), mine, median);
-      h.summary = buf;
-      hits->push_back(std::move(h));
+      // Stragglers: the others wait for the late rank inside their kernels,
+      // so its own kernel time is the shortest of each collective.
+      if (job.max_ranks < 3) continue;
+      std::map<uint32_t, std::pair<int, int>> fast;  // rank -> (fast, judged)
+      std::map<uint32_t, const CollRecord*> sample;
+      std::vector<double> medians;
+      for (const Seq* seq : recent) {
+        std::vector<double> execs;
+        for (const CollRecord* r : seq->ranks) execs.push_back(r->exec_us);
+        const double median = Median(execs);
+        medians.push_back(median);
+        for (const CollRecord* r : seq->ranks) {
+          auto& [f, judged] = fast[r->rank];
+          ++judged;
+          if (r->exec_us <= (1 - s_.straggler_gap) * median) ++f, sample[r->rank] = r;
+        }
+      }
+      std::vector<uint32_t> late;
+      for (const auto& [rank, fj] : fast)
+        if (fj.second >= 3 && fj.first * 10 >= fj.second * 8) late.push_back(rank);
+      // Many "fast" ranks is a split job, not one straggler.
+      if (late.empty() || late.size() * 10 > job.max_ranks) continue;
+      const double median = Median(medians);
+      for (uint32_t rank : late) {
+        const CollRecord* r = sample[rank];
+        std::string entity = StrCat(r->host, "/rank", rank);
+        if (reg != nullptr)
+          for (const auto& placement : reg->ranks())
+            if (placement.rank() == rank) entity = StrCat(placement.host(), "/gpu", placement.gpu());
+        Hit h{"straggler", entity, v1::SEVERITY_WARNING, 1 - r->exec_us / median, recent.back()->ts_us};
+        h.job = id;
+        v1::Evidence ev;
+        ev.set_entity(entity);
+        ev.set_counter("coll_exec_time_us");
+        ev.set_peak_rate(r->exec_us);
+        ev.set_total(median);
+        ev.set_note(StrCat("rank ", rank, "; fastest in ", fast[rank].first, " of the last ", fast[rank].second,
+                           " collectives; median kernel time ", Num(median), " us"));
+        h.evidence.push_back(ev);
+        char buf[220];
+        std::snprintf(buf, sizeof buf,
+                      "rank %u (%s) of job %s is late: the other ranks wait for it inside their kernels "
+                      "(its kernel time %.0f us vs median %.0f us)",
+                      rank, entity.c_str(), id.c_str(), r->exec_us, median);
+        h.summary = buf;
+        hits->push_back(std::move(h));
+      }
     }
   }
 }

@@ -106,6 +106,7 @@ class Detectors final {
     std::string host;
     std::string op;
     uint64_t bytes;
+    uint64_t seq;
     double busbw;
     double exec_us;
   };
@@ -114,9 +115,12 @@ class Detectors final {
     int64_t newest_us = 0;
     int64_t first_us = 0;
     int64_t judged_until_us = 0;
+    uint32_t max_ranks = 0;  // most ranks seen reporting one collective
     std::map<std::string, std::deque<double>> healthy;  // op/size bucket -> window means
   };
   struct Hit {
+    Hit(std::string k, std::string e, v1::Severity sev, double mag, int64_t start)
+        : kind(std::move(k)), entity(std::move(e)), severity(sev), magnitude(mag), start_us(start) {}
     std::string kind, entity;
     v1::Severity severity = v1::SEVERITY_WARNING;
     double magnitude = 0;

@@ -50,10 +50,11 @@ void Ingester::SetDetectors(Detectors* detectors, std::function<FabricContext()>
 }
 
 void Ingester::Loop() {
-  const int64_t wait_us = detectors_ ? std::min<int64_t>(1'000'000, detectors_->settings().evaluate_every_us)
-                                     : 1'000'000;
+  const int64_t idle_wait_us = detectors_ ? std::min<int64_t>(1'000'000, detectors_->settings().evaluate_every_us)
+                                          : 1'000'000;
   for (;;) {
     std::deque<Item> group;
+    const int64_t wait_us = fresh_data_ ? 100'000 : idle_wait_us;
     {
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, std::chrono::microseconds(wait_us),
@@ -67,9 +68,20 @@ void Ingester::Loop() {
       }
       metrics_.ingest_queue_batches.Set(static_cast<double>(queue_.size()));
     }
-    if (!group.empty()) CommitGroup(group);
-    if (detectors_ && clock_.MonotonicUs() - last_evaluate_us_ >= detectors_->settings().evaluate_every_us)
-      Evaluate();
+    if (!group.empty()) {
+      CommitGroup(group);
+      fresh_data_ = true;
+    }
+    // New data is judged as soon as it is stored (at most every 100 ms);
+    // without any, evaluation still runs so stalls are noticed and quiet
+    // anomalies close.
+    if (detectors_) {
+      const int64_t since = clock_.MonotonicUs() - last_evaluate_us_;
+      if ((fresh_data_ && since >= 100'000) || since >= detectors_->settings().evaluate_every_us) {
+        fresh_data_ = false;
+        Evaluate();
+      }
+    }
     const int64_t now = clock_.MonotonicUs();
     if (options_.retention_us > 0 && now - last_prune_us_ >= options_.prune_every_us) {
       last_prune_us_ = now;

@@ -76,6 +76,7 @@ class Ingester final {
   Detectors* detectors_ = nullptr;
   std::function<FabricContext()> context_;
   int64_t last_evaluate_us_ = 0;
+  bool fresh_data_ = false;
   std::unordered_map<std::string, std::pair<std::string, int64_t>> host_job_;  // host -> (job, until)
 };
 

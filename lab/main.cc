@@ -9,7 +9,10 @@
 #include <iostream>
 
 #include "common/topology.h"
+#include "common/process.h"
+#include "common/strings.h"
 #include "lab/runner.h"
+#include "lab/score.h"
 #include "lab/topology_gen.h"
 
 namespace {
@@ -76,6 +79,34 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--live-dir", run.live_dir,
                       "where the polled files live during the run (default: a tmpfs under /dev/shm)");
 
+  run_cmd->add_option("--time-scale", run.time_scale,
+                      "scale the scenario's times (length, fault times, flap periods), e.g. 0.5")
+      ->check(CLI::Range(0.1, 10.0));
+
+  std::string score_dir, score_output = "table";
+  auto* score = app.add_subcommand("score", "compare a run's anomalies and diagnoses with its truth.json");
+  score->add_option("--run-dir", score_dir, "a finished run's directory")->required()->check(CLI::ExistingDirectory);
+  score->add_option("-o,--output", score_output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+
+  std::string suite_dir = ROCEFAB_SCENARIO_DIR, suite_out, suite_output = "table";
+  std::vector<std::string> suite_only;
+  double suite_scale = 1;
+  int suite_parallel = 1;
+  auto* suite = app.add_subcommand("suite", "run every scenario, score each, print the summary");
+  suite->add_option("--scenarios", suite_dir, "directory of scenario YAMLs")->capture_default_str()
+      ->check(CLI::ExistingDirectory);
+  suite->add_option("--out", suite_out, "directory for the runs (default: a new one under /tmp)");
+  suite->add_option("--only", suite_only, "scenario names to run (repeatable; default: all)");
+  suite->add_option("--time-scale", suite_scale, "passed to every run, e.g. 0.5 for a quick suite")
+      ->check(CLI::Range(0.1, 10.0))
+      ->capture_default_str();
+  suite->add_option("--parallel", suite_parallel, "runs at once")->check(CLI::Range(1, 8))->capture_default_str();
+  suite->add_option("-o,--output", suite_output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  suite->add_option("--bin-dir", run.bin_dir, "where the rocefab daemons are")->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -115,6 +146,106 @@ int main(int argc, char** argv) {
                 << proto->links_size() << " links in " << seconds << " s\n";
     }
     return 0;
+  }
+  if (score->parsed()) {
+    auto result = lab::ScoreRun(score_dir);
+    if (!result.ok()) {
+      std::cerr << "rocefab-lab: " << result.status().message() << "\n";
+      return 1;
+    }
+    if (score_output == "json") std::cout << result->ToJson().dump(2) << "\n";
+    else std::cout << lab::FormatScores({*result});
+    return 0;
+  }
+  if (suite->parsed()) {
+    namespace fs = std::filesystem;
+    std::vector<std::string> scenarios;
+    for (const auto& entry : fs::directory_iterator(suite_dir)) {
+      if (entry.path().extension() != ".yaml") continue;
+      const std::string name = entry.path().stem().string();
+      if (!suite_only.empty() && std::find(suite_only.begin(), suite_only.end(), name) == suite_only.end())
+        continue;
+      scenarios.push_back(entry.path().string());
+    }
+    std::sort(scenarios.begin(), scenarios.end());
+    if (scenarios.empty()) {
+      std::cerr << "rocefab-lab: no scenarios to run in " << suite_dir << "\n";
+      return 2;
+    }
+    if (suite_out.empty()) {
+      char tmpl[] = "/tmp/rocefab-suite-XXXXXX";
+      if (mkdtemp(tmpl) == nullptr) {
+        std::cerr << "rocefab-lab: cannot create a directory under /tmp\n";
+        return 1;
+      }
+      suite_out = tmpl;
+    }
+    fs::create_directories(suite_out);
+    std::cerr << "rocefab-lab: suite of " << scenarios.size() << " scenarios into " << suite_out << "\n";
+    std::vector<std::string> pending = scenarios;
+    std::reverse(pending.begin(), pending.end());
+    struct Running {
+      std::string name;
+      std::unique_ptr<Subprocess> process;
+    };
+    std::vector<Running> running;
+    std::vector<std::string> failed;
+    while (!pending.empty() || !running.empty()) {
+      while (!pending.empty() && static_cast<int>(running.size()) < suite_parallel) {
+        const std::string path = pending.back();
+        pending.pop_back();
+        const std::string name = fs::path(path).stem().string();
+        const std::string dir = suite_out + "/" + name;
+        fs::remove_all(dir);
+        auto p = Subprocess::Spawn({{run.bin_dir + "/rocefab-lab", "run", path, "--run-dir", dir, "--bin-dir",
+                                     run.bin_dir, "--time-scale", StrCat(suite_scale), "--timeline-every", "1000"},
+                                    {},
+                                    suite_out + "/" + name + ".log",
+                                    suite_out + "/" + name + ".log"});
+        if (!p.ok()) {
+          failed.push_back(name);
+          continue;
+        }
+        std::cerr << "rocefab-lab: running " << name << "\n";
+        running.push_back({name, std::move(*p)});
+      }
+      for (auto it = running.begin(); it != running.end();) {
+        // Waiting for the runs themselves to finish.
+        auto code = it->process->WaitFor(std::chrono::milliseconds(200));
+        if (!code) {
+          ++it;
+          continue;
+        }
+        if (*code != 0) failed.push_back(it->name);
+        it = running.erase(it);
+      }
+    }
+    std::vector<lab::RunScore> scores;
+    for (const std::string& path : scenarios) {
+      const std::string name = fs::path(path).stem().string();
+      if (std::find(failed.begin(), failed.end(), name) != failed.end()) continue;
+      auto result = lab::ScoreRun(suite_out + "/" + name);
+      if (!result.ok()) {
+        std::cerr << "rocefab-lab: scoring " << name << ": " << result.status().message() << "\n";
+        failed.push_back(name);
+        continue;
+      }
+      if (result->scenario.empty()) result->scenario = name;
+      scores.push_back(std::move(*result));
+    }
+    if (suite_output == "json") {
+      nlohmann::json out = lab::Summarize(scores);
+      out["run_dir"] = suite_out;
+      out["failed_runs"] = failed;
+      nlohmann::json runs = nlohmann::json::array();
+      for (const auto& s : scores) runs.push_back(s.ToJson());
+      out["scenarios"] = runs;
+      std::cout << out.dump(2) << "\n";
+    } else {
+      std::cout << lab::FormatScores(scores);
+      for (const auto& name : failed) std::cout << "run failed: " << name << " (see " << suite_out << "/" << name << ".log)\n";
+    }
+    return failed.empty() ? 0 : 1;
   }
   run.daemons = !no_daemons;
   run.realtime = !(no_daemons && fast);

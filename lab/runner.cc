@@ -252,6 +252,18 @@ nlohmann::json TruthJson(const v1::Scenario& scenario, const FabricModel& model,
 
 }  // namespace
 
+void ScaleScenarioTime(v1::Scenario* s, double factor) {
+  s->set_duration_s(s->duration_s() * factor);
+  for (auto& job : *s->mutable_jobs()) job.set_start_s(job.start_s() * factor);
+  for (auto& f : *s->mutable_faults()) {
+    f.set_at_s(f.at_s() * factor);
+    f.set_duration_s(f.duration_s() * factor);
+    f.set_flap_down_s(f.flap_down_s() * factor);
+    f.set_flap_up_s(f.flap_up_s() * factor);
+  }
+  for (auto& c : *s->mutable_policy_changes()) c.set_at_s(c.at_s() * factor);
+}
+
 absl::StatusOr<v1::Scenario> LoadScenario(const std::string& path) {
   v1::Scenario scenario;
   if (auto status = LoadYamlConfigFile(path, &scenario); !status.ok()) return status;
@@ -307,6 +319,7 @@ int Run(const RunOptions& options) {
     return fail(absl::InvalidArgumentError("--no-files needs --no-daemons: daemons read the files"));
   auto scenario = LoadScenario(options.scenario_path);
   if (!scenario.ok()) return fail(scenario.status());
+  if (options.time_scale != 1) ScaleScenarioTime(&*scenario, options.time_scale);
   if (options.duration_s > 0) scenario->set_duration_s(options.duration_s);
   auto topology = TopologyForScenario(*scenario, options.scenario_path);
   if (!topology.ok()) return fail(topology.status());
@@ -448,6 +461,8 @@ int Run(const RunOptions& options) {
   std::vector<bool> announced(model.value()->faults().size(), false), ended(announced.size(), false);
   std::vector<CollectiveRecord> records;
   int64_t next_tick_mono = clock.MonotonicUs();
+  // Fabric time 0 on the wall clock: the daemons are up, the first tick runs now.
+  const int64_t zero_us = clock.NowUs();
   bool kept_announced = false, shown = false;
   auto show = [&] {
     if (!options.daemons) return;
@@ -527,11 +542,20 @@ int Run(const RunOptions& options) {
         std::fflush(stdout);
       }
     }
+    if (options.realtime) {
+      // A tick's counters appear when its fabric time has passed on the wall
+      // clock. Pacing, not synchronisation: the daemons poll on their own
+      // schedule.
+      next_tick_mono += tick_us;
+      const int64_t wait = next_tick_mono - clock.MonotonicUs();
+      if (wait > 0) std::this_thread::sleep_for(std::chrono::microseconds(wait));
+      else next_tick_mono = clock.MonotonicUs();
+    }
     records.clear();
     m.Step(tick, &records);
     register_jobs(m);
     const int64_t now_us = options.realtime ? clock.NowUs()
-                                            : start_us + static_cast<int64_t>(m.now_s() * 1e6);
+                                            : zero_us + static_cast<int64_t>(m.now_s() * 1e6);
     if (options.write_files) {
       if (auto s = writer.WriteCounters(now_us); !s.ok()) return fail(s);
       if (auto s = writer.WriteCollectives(records, now_us); !s.ok()) return fail(s);
@@ -580,15 +604,7 @@ int Run(const RunOptions& options) {
       std::fflush(stdout);
     }
     // Truth is rewritten as the run goes, so a run cut short still has it.
-    std::ofstream(options.run_dir + "/truth.json") << TruthJson(*scenario, m, start_us).dump(2) << "\n";
-    if (options.realtime) {
-      next_tick_mono += tick_us;
-      const int64_t wait = next_tick_mono - clock.MonotonicUs();
-      // Pacing to the wall clock, not synchronisation: the daemons poll on
-      // their own schedule.
-      if (wait > 0) std::this_thread::sleep_for(std::chrono::microseconds(wait));
-      else next_tick_mono = clock.MonotonicUs();
-    }
+    std::ofstream(options.run_dir + "/truth.json") << TruthJson(*scenario, m, zero_us).dump(2) << "\n";
   }
   if (options.daemons) {
     const int killed = daemons.Stop();

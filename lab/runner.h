@@ -35,7 +35,12 @@ struct RunOptions {
   // rocefab CLI commands (arguments after `rocefab --collector ADDR`) to run
   // and print when the scenario ends, before the daemons stop.
   std::vector<std::string> show_commands;
+  // Scales every time of the scenario (its length, job starts, fault times
+  // and flap periods), not the tick or the agents' poll interval.
+  double time_scale = 1;
 };
+
+void ScaleScenarioTime(v1::Scenario* scenario, double factor);
 
 // Loads and checks a scenario; fills defaults.
 absl::StatusOr<v1::Scenario> LoadScenario(const std::string& path);

@@ -1,0 +1,224 @@
+#include "lab/score.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "collector/detectors.h"
+#include "collector/diagnosis.h"
+#include "collector/store.h"
+#include "common/strings.h"
+#include "common/topology.h"
+
+namespace rocefab::lab {
+namespace {
+
+std::string DeviceOf(const std::string& entity) {
+  const size_t slash = entity.find('/');
+  return slash == std::string::npos ? entity : entity.substr(0, slash);
+}
+
+// Whether an anomaly's entity is the fault's target: the same port, the
+// other end of the same link, a port of the target switch, or the target.
+bool NamesTarget(const Topology& topo, const std::string& target, const std::string& entity) {
+  if (entity == target) return true;
+  if (target.find('/') == std::string::npos) return DeviceOf(entity) == target;
+  if (entity.find('/') == std::string::npos) return false;
+  return collector::CanonicalLinkEnd(&topo, target) == collector::CanonicalLinkEnd(&topo, entity);
+}
+
+bool IsConsequenceKind(const std::string& kind) {
+  return kind == "pfc_pause" || kind == "silent_loss" || kind == "busbw_regression" ||
+         kind == "job_stalled" || kind == "buffer_high";
+}
+
+bool JobCrosses(const collector::Footprint& fp, const std::string& target) {
+  const std::string device = DeviceOf(target);
+  if (target.find("/gpu") != std::string::npos) return fp.hosts.count(device) > 0;
+  if (target.find('/') == std::string::npos) return fp.devices.count(target) > 0;
+  return fp.ports.count(target) > 0;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  // Nearest rank.
+  const size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+}  // namespace
+
+nlohmann::json RunScore::ToJson() const {
+  nlohmann::json faults_json = nlohmann::json::array();
+  for (const FaultScore& f : faults)
+    faults_json.push_back({{"kind", f.kind},
+                           {"target", f.target},
+                           {"start_s", f.start_s},
+                           {"detected", f.detected},
+                           {"detection_latency_s", f.latency_s >= 0 ? nlohmann::json(f.latency_s) : nlohmann::json(nullptr)},
+                           {"top1", f.top1},
+                           {"top1_kind", f.top1_kind},
+                           {"top1_entity", f.top1_entity},
+                           {"jobs", f.jobs}});
+  nlohmann::json out = Summarize({*this});
+  out["scenario"] = scenario;
+  out["faults"] = faults_json;
+  out["false_positive_list"] = false_positives;
+  return out;
+}
+
+absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions& options) {
+  std::ifstream truth_in(run_dir + "/truth.json");
+  if (!truth_in) return absl::NotFoundError(StrCat(run_dir, "/truth.json: not found (is this a lab run directory?)"));
+  nlohmann::json truth;
+  try {
+    truth = nlohmann::json::parse(truth_in);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(StrCat(run_dir, "/truth.json: ", e.what()));
+  }
+  auto topology = Topology::Load(run_dir + "/topology.yaml");
+  if (!topology.ok()) return topology.status();
+  if (!std::filesystem::exists(run_dir + "/collector.db"))
+    return absl::NotFoundError(StrCat(run_dir, "/collector.db: not found (was the run made with --no-daemons?)"));
+  auto store = collector::Store::Open({run_dir + "/collector.db", true});
+  if (!store.ok()) return store.status();
+  auto anomalies = (*store)->ListAnomalies(0, 0, false);
+  if (!anomalies.ok()) return anomalies.status();
+  auto jobs = (*store)->ListJobs(true);
+  if (!jobs.ok()) return jobs.status();
+  std::vector<collector::Footprint> footprints;
+  for (const auto& job : *jobs) footprints.push_back(collector::JobFootprint(topology->get(), job, {}));
+
+  RunScore score;
+  score.scenario = truth.value("scenario", std::string());
+  const int64_t run_start = truth.value("start_unix_us", int64_t{0});
+  const double run_end_s = truth.value("duration_s", 0.0);
+  struct Window {
+    int64_t start, end;
+    std::string target;
+  };
+  std::vector<Window> windows;
+  for (const auto& f : truth["faults"]) {
+    if (!f.value("happened", false)) continue;
+    FaultScore fs;
+    fs.kind = f.value("kind", "");
+    fs.target = f.value("target", "");
+    fs.start_s = f.value("start_s", 0.0);
+    const int64_t start = f.value("start_unix_us", int64_t{0});
+    const int64_t end = f["end_unix_us"].is_null() ? run_start + static_cast<int64_t>(run_end_s * 1e6)
+                                                   : f["end_unix_us"].get<int64_t>();
+    const int64_t grace = static_cast<int64_t>(options.clear_grace_s * 1e6);
+    windows.push_back({start, end + grace, fs.target});
+    for (const auto& a : *anomalies) {
+      if (collector::IsJobSymptomKind(a.kind())) continue;
+      if (a.detected_us() < start - 2'000'000 || a.detected_us() > end + grace) continue;
+      if (!NamesTarget(**topology, fs.target, a.entity())) continue;
+      const double latency = std::max(0.0, static_cast<double>(a.detected_us() - start) / 1e6);
+      if (!fs.detected || latency < fs.latency_s) fs.latency_s = latency;
+      fs.detected = true;
+    }
+    // Top-1 through the diagnoses of the jobs this fault touches.
+    collector::DiagnoseInput in;
+    in.window_start_us = start - 2'000'000;
+    in.window_end_us = std::min(end, start + static_cast<int64_t>(options.top1_horizon_s * 1e6));
+    in.onset_only = true;
+    for (const auto& a : *anomalies)
+      if (a.start_us() <= in.window_end_us && (a.end_us() == 0 || a.end_us() >= in.window_start_us))
+        in.anomalies.push_back(a);
+    std::vector<std::pair<std::string, const collector::Footprint*>> judged;
+    for (size_t j = 0; j < jobs->size(); ++j)
+      if (JobCrosses(footprints[j], fs.target)) judged.push_back({(*jobs)[j].id(), &footprints[j]});
+    collector::Footprint everything;  // no topology: nothing is ruled out
+    if (judged.empty()) judged.push_back({"", &everything});
+    fs.top1 = true;
+    for (const auto& [id, fp] : judged) {
+      in.footprint = *fp;
+      in.job = v1::Job();
+      for (const auto& job : *jobs)
+        if (job.id() == id) in.job = job;
+      const v1::DiagnoseJobResponse d = collector::Diagnose(in);
+      if (!id.empty()) fs.jobs.push_back(id);
+      if (d.findings().empty()) {
+        fs.top1 = false;
+        continue;
+      }
+      const v1::Finding& top = d.findings(0);
+      fs.top1_kind = top.kind();
+      fs.top1_entity = top.entity();
+      if (!NamesTarget(**topology, fs.target, top.entity())) fs.top1 = false;
+    }
+    score.faults.push_back(std::move(fs));
+  }
+  for (const auto& a : *anomalies) {
+    if (a.caused_by() != 0) continue;
+    bool explained = false;
+    for (const Window& w : windows) {
+      if (NamesTarget(**topology, w.target, a.entity())) explained = true;
+      if (IsConsequenceKind(a.kind()) && a.start_us() <= w.end && (a.end_us() == 0 || a.end_us() >= w.start))
+        explained = true;
+    }
+    if (!explained) score.false_positives.push_back(StrCat(a.kind(), " ", a.entity()));
+  }
+  return score;
+}
+
+nlohmann::json Summarize(const std::vector<RunScore>& runs) {
+  int faults = 0, detected = 0, top1 = 0, fps = 0;
+  std::vector<double> latencies;
+  for (const RunScore& r : runs) {
+    fps += static_cast<int>(r.false_positives.size());
+    for (const FaultScore& f : r.faults) {
+      ++faults;
+      detected += f.detected;
+      top1 += f.top1;
+      if (f.detected) latencies.push_back(f.latency_s);
+    }
+  }
+  auto ratio = [&](int n) { return faults ? static_cast<double>(n) / faults : 1.0; };
+  return {{"runs", runs.size()},
+          {"faults", faults},
+          {"top1_accuracy", ratio(top1)},
+          {"recall", ratio(detected)},
+          {"false_positives", fps},
+          {"detection_latency_s", {{"p50", Percentile(latencies, 0.5)}, {"p95", Percentile(latencies, 0.95)}}}};
+}
+
+std::string FormatScores(const std::vector<RunScore>& runs) {
+  std::string out;
+  char line[320];
+  std::snprintf(line, sizeof line, "%-26s %-15s %-24s %-8s %-8s %-5s %s\n", "SCENARIO", "FAULT", "TARGET",
+                "FOUND", "LATENCY", "TOP1", "TOP FINDING");
+  out += line;
+  for (const RunScore& r : runs) {
+    if (r.faults.empty()) {
+      std::snprintf(line, sizeof line, "%-26s %-15s %-24s %-8s %-8s %-5s %s\n", r.scenario.c_str(), "(none)",
+                    "-", "-", "-", "-", r.false_positives.empty() ? "no anomalies: clean" : "");
+      out += line;
+    }
+    for (const FaultScore& f : r.faults) {
+      char latency[16] = "-";
+      if (f.detected) std::snprintf(latency, sizeof latency, "%.1fs", f.latency_s);
+      std::snprintf(line, sizeof line, "%-26s %-15s %-24s %-8s %-8s %-5s %s\n", r.scenario.c_str(),
+                    f.kind.c_str(), f.target.c_str(), f.detected ? "yes" : "NO", latency,
+                    f.top1 ? "yes" : "NO", (f.top1_kind + " " + f.top1_entity).c_str());
+      out += line;
+    }
+    for (const std::string& fp : r.false_positives) StrAppend(&out, "  false positive in ", r.scenario, ": ", fp, "\n");
+  }
+  const nlohmann::json s = Summarize(runs);
+  char summary[320];
+  std::snprintf(summary, sizeof summary,
+                "\nruns %d  faults %d  top1_accuracy %.2f  recall %.2f  false_positives %d  "
+                "detection_latency_s p50 %.1f p95 %.1f\n",
+                s["runs"].get<int>(), s["faults"].get<int>(), s["top1_accuracy"].get<double>(),
+                s["recall"].get<double>(), s["false_positives"].get<int>(),
+                s["detection_latency_s"]["p50"].get<double>(), s["detection_latency_s"]["p95"].get<double>());
+  out += summary;
+  return out;
+}
+
+}  // namespace rocefab::lab

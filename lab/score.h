@@ -1,0 +1,61 @@
+#pragma once
+// `rocefab-lab score` and `rocefab-lab suite`: how well the collector's
+// detectors and diagnoses found the faults a run injected (docs/lab.md,
+// "Scoring").
+//
+// Per fault of truth.json:
+//  - detected: some anomaly names the fault's target (either end of a
+//    faulty link, any port of a faulty switch, the straggling GPU) and was
+//    raised between the fault's start and its end (plus the clear time);
+//  - detection latency: when the collector raised the first such anomaly,
+//    minus the fault's start;
+//  - top-1: `job diagnose` of each job whose paths cross the target, over
+//    the fault's first seconds with only findings that started then, puts a
+//    finding on the target first. A fault on no job's path is judged on the
+//    fabric-wide ranking.
+// False positives: anomalies raised by no fault. A root cause (storm, link,
+// ECN, drop, straggler, drift) that names no fault's target is one; a
+// consequence (pause victim, loss, busbw regression, buffer level) is one
+// only when no fault was active around it.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+
+namespace rocefab::lab {
+
+struct FaultScore {
+  std::string kind, target;
+  double start_s = 0;
+  bool detected = false;
+  double latency_s = -1;
+  bool top1 = false;
+  std::string top1_kind, top1_entity;
+  std::vector<std::string> jobs;  // judged through these jobs' diagnoses
+};
+
+struct RunScore {
+  std::string scenario;
+  std::vector<FaultScore> faults;
+  std::vector<std::string> false_positives;  // "kind entity"
+  nlohmann::json ToJson() const;
+};
+
+struct ScoreOptions {
+  double top1_horizon_s = 15;  // diagnose over the fault's first seconds
+  double clear_grace_s = 10;   // symptoms may outlast their fault this long
+};
+
+absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions& options = {});
+
+// Totals over runs: top1_accuracy, recall, false_positives,
+// detection_latency_s {p50, p95}.
+nlohmann::json Summarize(const std::vector<RunScore>& runs);
+
+// Human-readable table of runs and the summary.
+std::string FormatScores(const std::vector<RunScore>& runs);
+
+}  // namespace rocefab::lab
