@@ -524,9 +524,10 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
     if (job.records.empty() || job.newest_us <= job.judged_until_us) continue;
     job.judged_until_us = job.newest_us;
 
-    // One collective as all its ranks saw it. Only collectives most ranks
-    // have reported are judged (hosts deliver at different moments), and
-    // only the latest few, so a window never mixes two regimes for long.
+    // One collective as its ranks saw it. Only collectives at least half
+    // the ranks have reported are judged (hosts deliver at different
+    // moments; half is enough for a median), and only the latest few, so a
+    // window never mixes two regimes for long.
     struct Seq {
       int64_t ts_us = 0;
       std::vector<const CollRecord*> ranks;
@@ -544,21 +545,24 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
     for (const auto& [bucket, seqs] : by_bucket) {
       std::vector<const Seq*> recent;
       for (auto it = seqs.rbegin(); it != seqs.rend() && recent.size() < kRecentSeqs; ++it)
-        if (it->second.ranks.size() * 4 >= job.max_ranks * 3) recent.push_back(&it->second);
-      if (recent.size() < 3) continue;
+        if (it->second.ranks.size() * 2 >= job.max_ranks) recent.push_back(&it->second);
+      if (recent.size() < 2) continue;
 
-      // Bus bandwidth against the job's own healthy level, per op and size.
+      // Bus bandwidth against the job's own healthy level, per op and size:
+      // the newest few collectives, every rank's view.
+      constexpr size_t kBusbwSeqs = 4;
       double sum = 0;
       size_t n = 0;
-      for (const Seq* seq : recent)
-        for (const CollRecord* r : seq->ranks) sum += r->busbw, ++n;
+      for (size_t i = 0; i < recent.size() && i < kBusbwSeqs; ++i)
+        for (const CollRecord* r : recent[i]->ranks) sum += r->busbw, ++n;
+      const int64_t judged_from = recent[std::min(recent.size(), kBusbwSeqs) - 1]->ts_us;
       const double mean = sum / static_cast<double>(n);
       std::deque<double>& healthy = job.healthy[bucket];
       const double baseline = healthy.size() >= s_.baseline_intervals
                                   ? Median(std::vector<double>(healthy.begin(), healthy.end()))
                                   : 0;
       if (baseline > 0 && mean < (1 - s_.busbw_drop) * baseline) {
-        Hit h{"busbw_regression", id, v1::SEVERITY_WARNING, 1 - mean / baseline, recent.back()->ts_us};
+        Hit h{"busbw_regression", id, v1::SEVERITY_WARNING, 1 - mean / baseline, judged_from};
         h.job = id;
         v1::Evidence ev;
         ev.set_entity(id);
@@ -578,10 +582,15 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
       }
 
       // Stragglers: the others wait for the late rank inside their kernels,
-      // so its own kernel time is the shortest of each collective.
+      // so its own kernel time is the shortest of each collective. A rank
+      // that is that much faster than the median in each of the newest
+      // collectives (a streak of at least kStreak) is the one they wait for.
+      constexpr int kStreak = 2;
       if (job.max_ranks < 3) continue;
-      std::map<uint32_t, std::pair<int, int>> fast;  // rank -> (fast, judged)
+      std::map<uint32_t, int> streak;         // rank -> newest consecutive fast collectives
+      std::map<uint32_t, bool> broken;
       std::map<uint32_t, const CollRecord*> sample;
+      std::map<uint32_t, int64_t> since;
       std::vector<double> medians;
       for (const Seq* seq : recent) {
         std::vector<double> execs;
@@ -589,14 +598,19 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
         const double median = Median(execs);
         medians.push_back(median);
         for (const CollRecord* r : seq->ranks) {
-          auto& [f, judged] = fast[r->rank];
-          ++judged;
-          if (r->exec_us <= (1 - s_.straggler_gap) * median) ++f, sample[r->rank] = r;
+          if (broken[r->rank]) continue;
+          if (r->exec_us <= (1 - s_.straggler_gap) * median) {
+            ++streak[r->rank];
+            if (!sample.count(r->rank)) sample[r->rank] = r;
+            since[r->rank] = seq->ts_us;
+          } else {
+            broken[r->rank] = true;
+          }
         }
       }
       std::vector<uint32_t> late;
-      for (const auto& [rank, fj] : fast)
-        if (fj.second >= 3 && fj.first * 10 >= fj.second * 8) late.push_back(rank);
+      for (const auto& [rank, n_fast] : streak)
+        if (n_fast >= kStreak) late.push_back(rank);
       // Many "fast" ranks is a split job, not one straggler.
       if (late.empty() || late.size() * 10 > job.max_ranks) continue;
       const double median = Median(medians);
@@ -606,14 +620,14 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
         if (reg != nullptr)
           for (const auto& placement : reg->ranks())
             if (placement.rank() == rank) entity = StrCat(placement.host(), "/gpu", placement.gpu());
-        Hit h{"straggler", entity, v1::SEVERITY_WARNING, 1 - r->exec_us / median, recent.back()->ts_us};
+        Hit h{"straggler", entity, v1::SEVERITY_WARNING, 1 - r->exec_us / median, since[rank]};
         h.job = id;
         v1::Evidence ev;
         ev.set_entity(entity);
         ev.set_counter("coll_exec_time_us");
         ev.set_peak_rate(r->exec_us);
         ev.set_total(median);
-        ev.set_note(StrCat("rank ", rank, "; fastest in ", fast[rank].first, " of the last ", fast[rank].second,
+        ev.set_note(StrCat("rank ", rank, "; shortest kernel in the last ", streak[rank],
                            " collectives; median kernel time ", Num(median), " us"));
         h.evidence.push_back(ev);
         char buf[220];

@@ -737,13 +737,18 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
     job.seq += done;
     status.completed += done;
     if (records == nullptr) continue;
+    // One record per rank for every collective completed in this step, as
+    // NCCL Inspector writes them (at most 64 per step: longer bursts are
+    // the same timing repeated).
+    const uint64_t first = job.seq - std::min<uint64_t>(done, 64) + 1;
+    for (uint64_t seq = first; seq <= job.seq; ++seq)
     for (int r = 0; r < n; ++r) {
       CollectiveRecord rec;
       rec.job = j;
       rec.rank = r;
       rec.host = job.hosts[r / G];
       rec.gpu = r % G;
-      rec.seq = job.seq;
+      rec.seq = seq;
       rec.msg_bytes = job.spec.message_bytes();
       rec.exec_time_us = (r == job.straggler_rank ? comm : waited) * 1e6;
       rec.algbw_gbs = traffic_bytes / (rec.exec_time_us / 1e6) / 1e9;
