@@ -611,8 +611,9 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
       std::vector<uint32_t> late;
       for (const auto& [rank, n_fast] : streak)
         if (n_fast >= kStreak) late.push_back(rank);
-      // Many "fast" ranks is a split job, not one straggler.
-      if (late.empty() || late.size() * 10 > job.max_ranks) continue;
+      // More than a quarter of the ranks "fast" is a job split in two
+      // groups, not stragglers.
+      if (late.empty() || late.size() * 4 > job.max_ranks) continue;
       const double median = Median(medians);
       for (uint32_t rank : late) {
         const CollRecord* r = sample[rank];

@@ -183,6 +183,55 @@ TEST(StoreOpen, ClearErrors) {
   EXPECT_FALSE(Store::Open({dir / "not-a-db"}).ok());
 }
 
+TEST_F(StoreTest, AnomaliesAreUpdatedByIdListedByTimeAndClosedAtRestart) {
+  v1::Anomaly a;
+  a.set_id(1);
+  a.set_kind("pfc_storm");
+  a.set_entity("z1-r01-h1/mlx5_0");
+  a.set_start_us(1000);
+  a.set_updated_us(1500);
+  v1::Anomaly b = a;
+  b.set_id(2);
+  b.set_kind("link_flap");
+  b.set_start_us(5000);
+  b.set_end_us(6000);
+  ASSERT_TRUE(store_->WriteAnomalies(std::vector<v1::Anomaly>{a, b}).ok());
+  a.set_updated_us(2500);
+  a.add_evidence()->set_counter("pfc_tx_pause_us");
+  ASSERT_TRUE(store_->WriteAnomalies(std::vector<v1::Anomaly>{a}).ok());
+  auto active = store_->ListAnomalies(0, 0, true);
+  ASSERT_TRUE(active.ok());
+  ASSERT_EQ(active->size(), 1u);
+  EXPECT_EQ((*active)[0].evidence_size(), 1) << "the update replaced the row";
+  // Active some time in [7000, now]: only the open one; in [4000, 5500]: both.
+  EXPECT_EQ(store_->ListAnomalies(7000, 0, false)->size(), 1u);
+  EXPECT_EQ(store_->ListAnomalies(4000, 5500, false)->size(), 2u);
+  EXPECT_EQ(store_->ListAnomalies(0, 900, false)->size(), 0u) << "nothing had started by 900";
+  // A restart closes what was open at its last update and returns the max id.
+  auto max_id = store_->CloseOpenAnomalies(9000);
+  ASSERT_TRUE(max_id.ok());
+  EXPECT_EQ(*max_id, 2u);
+  auto all = store_->ListAnomalies(0, 0, false);
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].end_us(), 2500);
+}
+
+TEST_F(StoreTest, RegistryNamesTheJobOnAHostAtATime) {
+  v1::Job job;
+  job.set_id("4711");
+  job.set_start_us(1000);
+  auto* r = job.add_ranks();
+  r->set_host("z1-r01-h1");
+  r->set_nic("mlx5_0");
+  ASSERT_TRUE(store_->StartJob(job).ok());
+  EXPECT_EQ(*store_->RunningJobOnHost("z1-r01-h1", 2000), "4711");
+  EXPECT_EQ(*store_->RunningJobOnHost("z1-r01-h1", 500), "") << "before it started";
+  EXPECT_EQ(*store_->RunningJobOnHost("z1-r02-h1", 2000), "");
+  ASSERT_TRUE(store_->EndJob("4711", 3000).ok());
+  EXPECT_EQ(*store_->RunningJobOnHost("z1-r01-h1", 4000), "") << "after it ended";
+  EXPECT_EQ(*store_->RunningJobOnHost("z1-r01-h1", 2500), "4711") << "history still answers";
+}
+
 TEST(StoreOpen, RefusesANewerSchema) {
   testing::TempDir dir;
   {

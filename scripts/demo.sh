@@ -3,8 +3,10 @@
 # 4 CTSW) running training job 4711 (AllReduce on 8 hosts), with the real
 # collector, 16 host agents and 12 switch agents. At 20 s one NIC of the job
 # starts a PFC storm. The timeline shows the job's bus bandwidth, the fault,
-# and what the collector sees; at the end the operator's CLI shows where the
-# pauses come from.
+# and what the collector sees; at the end the operator's CLI shows the
+# fabric's anomalies, the job's busbw, where the pauses come from, and
+# `rocefab job diagnose 4711` naming the culprit with its evidence and
+# playbook. Last, the detectors are scored against the injected truth.
 #
 # Usage: scripts/demo.sh BUILD_DIR [--keep]
 #   --keep   keep everything running after the scenario and print the endpoints
@@ -25,10 +27,13 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 # The demo's run directory is the demo's own: start fresh every time.
 rm -rf "$src/demo-run"
 echo "== rocefab demo: lab/scenarios/demo.yaml (about 70 s)"
-exec "$bin/rocefab-lab" run "$src/lab/scenarios/demo.yaml" --run-dir "$src/demo-run" \
+"$bin/rocefab-lab" run "$src/lab/scenarios/demo.yaml" --run-dir "$src/demo-run" \
   --timeline-every 5 \
-  --show "agents" \
+  --show "fabric health" \
   --show "job show 4711 --since 60s --bucket 10s" \
   --show "counters --counter pfc_tx_pause_frames --since 30s --top 6" \
-  --show "counters --host z1-r03-h1 --device mlx5_3 --since 30s --top 8" \
+  --show "job diagnose 4711 --window 2m" \
   "${extra[@]}"
+echo
+echo "== how the collector did against the injected fault (demo-run/truth.json)"
+"$bin/rocefab-lab" score --run-dir "$src/demo-run"

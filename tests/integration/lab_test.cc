@@ -55,7 +55,8 @@ TEST(Lab, StormRunReachesTheCollectorExactlyWhereTheModelPutIt) {
   const int code = testing::RunCommand({testing::BinDir() + "/rocefab-lab", "run", kScenario,
                                         "--run-dir", run_dir, "--live-dir", live_dir,
                                         "--timeline-every", "10", "--show",
-                                        "job show 4711 --since 60s --bucket 5s"},
+                                        "job show 4711 --since 60s --bucket 5s", "--show",
+                                        "job diagnose 4711 --window 1m"},
                                        &out, &err);
   ASSERT_EQ(code, 0) << out << err;
   EXPECT_NE(out.find("FAULT  pfc_storm on z1-r02-h1/mlx5_1 starts"), std::string::npos) << out;
@@ -64,6 +65,20 @@ TEST(Lab, StormRunReachesTheCollectorExactlyWhereTheModelPutIt) {
   EXPECT_NE(out.find("$ rocefab job show 4711"), std::string::npos) << out;
   EXPECT_NE(out.find("SLOWEST RANK"), std::string::npos) << out;
   EXPECT_NE(out.find("AllReduce"), std::string::npos) << out;
+  // The diagnosis names the storming NIC and its playbook.
+  EXPECT_NE(out.find("most likely cause: pfc_storm on z1-r02-h1/mlx5_1"), std::string::npos) << out;
+  EXPECT_NE(out.find("playbook: playbooks/pfc_storm.md"), std::string::npos) << out;
+  EXPECT_TRUE(std::filesystem::exists(std::string(ROCEFAB_SOURCE_DIR) + "/playbooks/pfc_storm.md"));
+  // Scored against the truth: found, first, and soon.
+  ASSERT_EQ(testing::RunCommand({testing::BinDir() + "/rocefab-lab", "score", "--run-dir", run_dir, "-o", "json"},
+                                &out, &err),
+            0)
+      << err;
+  auto score = nlohmann::json::parse(out);
+  EXPECT_EQ(score["top1_accuracy"], 1.0) << out;
+  EXPECT_EQ(score["recall"], 1.0) << out;
+  EXPECT_EQ(score["false_positives"], 0) << out;
+  EXPECT_LE(score["detection_latency_s"]["p95"].get<double>(), 2.0) << out;
   // Nothing of the run is left running, and the live trees were moved.
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string cmdline = testing::ReadFile(entry.path().string() + "/cmdline");
@@ -204,6 +219,33 @@ TEST(Lab, EcmpToEecmpRaisesBusBandwidthWithTheRealControlPath) {
   EXPECT_LT(imbalance_after, imbalance_before);
   // The controller's audit shows both rollouts.
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/controller.db"));
+}
+
+}  // namespace
+}  // namespace rocefab
+
+namespace rocefab {
+namespace {
+
+// The scored suite, shortened: the clean run and one fault per tier (NIC
+// link, RTSW-CTSW link loss, a GPU) at half their times, two at once.
+TEST(Lab, ShortenedSuiteFindsEveryFaultFirstAndNothingElse) {
+  testing::TempDir dir;
+  std::string out, err;
+  const int code = testing::RunCommand(
+      {testing::BinDir() + "/rocefab-lab", "suite", "--scenarios",
+       std::string(ROCEFAB_SOURCE_DIR) + "/lab/scenarios", "--out", dir / "suite", "--only", "clean", "--only",
+       "link_flap", "--only", "lossy_link_ctsw", "--only", "straggler", "--time-scale", "0.5", "--parallel", "2",
+       "-o", "json"},
+      &out, &err);
+  ASSERT_EQ(code, 0) << out << err;
+  auto suite = nlohmann::json::parse(out);
+  EXPECT_EQ(suite["runs"], 4) << out;
+  EXPECT_EQ(suite["faults"], 3) << out;
+  EXPECT_GE(suite["top1_accuracy"].get<double>(), 0.95) << out;
+  EXPECT_EQ(suite["recall"], 1.0) << out;
+  EXPECT_EQ(suite["false_positives"], 0) << out;
+  EXPECT_LE(suite["detection_latency_s"]["p95"].get<double>(), 2.0) << out;
 }
 
 }  // namespace

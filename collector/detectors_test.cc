@@ -1,0 +1,412 @@
+// Detectors on synthetic series: onset, recovery, noise that must not fire,
+// counter wraps, and the storm-origin reasoning. Time is explicit: each
+// "poll" is one batch per entity one second apart, and Evaluate runs with
+// the time right after it.
+#include "collector/detectors.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+
+#include "common/counter_delta.h"
+#include "common/counters.h"
+#include "common/strings.h"
+
+namespace rocefab::collector {
+namespace {
+
+constexpr int64_t kT0 = 1'800'000'000'000'000;
+constexpr int64_t kSecond = 1'000'000;
+
+const char* kTopology = R"yaml(
+switches:
+  - {name: z1-rtsw01, role: rtsw, zone: z1}
+  - {name: z1-rtsw02, role: rtsw, zone: z1}
+  - {name: z1-ctsw01, role: ctsw, zone: z1}
+hosts:
+  - {name: z1-r01-h1, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.1},
+                                               {name: mlx5_1, netdev: eth1, gpu: 1, ip: 10.1.1.2}]}
+  - {name: z1-r02-h1, zone: z1, rack: 2, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.2.1},
+                                               {name: mlx5_1, netdev: eth1, gpu: 1, ip: 10.1.2.2}]}
+links:
+  - {a: z1-r01-h1/mlx5_0, b: z1-rtsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-r01-h1/mlx5_1, b: z1-rtsw01/Ethernet4, speed_gbps: 400}
+  - {a: z1-r02-h1/mlx5_0, b: z1-rtsw02/Ethernet0, speed_gbps: 400}
+  - {a: z1-r02-h1/mlx5_1, b: z1-rtsw02/Ethernet4, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet8, b: z1-ctsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw02/Ethernet8, b: z1-ctsw01/Ethernet4, speed_gbps: 400}
+)yaml";
+
+// Cumulative counters of a fake fabric; Poll turns them into batches with
+// deltas exactly as the agents compute them (wraps included).
+class FakeFabric {
+ public:
+  void Set(v1::Scope scope, const std::string& entity, const std::string& counter, uint64_t value,
+           std::optional<uint32_t> prio = std::nullopt, std::optional<uint32_t> queue = std::nullopt) {
+    values_[{scope, entity}][Key(counter, prio, queue)] = {counter, prio, queue, value};
+  }
+  void Add(v1::Scope scope, const std::string& entity, const std::string& counter, uint64_t delta,
+           std::optional<uint32_t> prio = std::nullopt, std::optional<uint32_t> queue = std::nullopt) {
+    auto& v = values_[{scope, entity}][Key(counter, prio, queue)];
+    v = {counter, prio, queue, v.value + delta};
+  }
+  v1::TelemetryBatch Poll(int64_t ts_us) {
+    v1::TelemetryBatch batch;
+    batch.set_agent_id("fake");
+    for (auto& [id, series] : values_) {
+      auto* es = batch.add_entities();
+      es->set_scope(id.first);
+      es->set_entity(id.second);
+      es->set_timestamp_us(ts_us);
+      for (auto& [key, s] : series) {
+        const CounterDef* def = FindCounter(id.first, s.counter);
+        auto* sample = es->add_samples();
+        sample->set_counter(s.counter);
+        if (s.prio) sample->set_prio(*s.prio);
+        if (s.queue) sample->set_queue(*s.queue);
+        sample->set_value(s.value);
+        const bool gauge = def != nullptr && def->kind == v1::VALUE_KIND_GAUGE;
+        sample->set_kind(gauge ? v1::VALUE_KIND_GAUGE : v1::VALUE_KIND_COUNTER);
+        if (gauge) continue;
+        const DeltaResult d = tracker_.Update(StrCat(id.second, "|", key), s.value,
+                                              def ? def->width : CounterWidth::k64);
+        if (d.kind == DeltaKind::kFirst) continue;
+        sample->set_delta(d.delta);
+        sample->set_reset(d.kind == DeltaKind::kReset);
+      }
+    }
+    return batch;
+  }
+
+ private:
+  struct Series {
+    std::string counter;
+    std::optional<uint32_t> prio, queue;
+    uint64_t value = 0;
+  };
+  static std::string Key(const std::string& c, std::optional<uint32_t> p, std::optional<uint32_t> q) {
+    return StrCat(c, p ? StrCat("#", *p) : "", q ? StrCat("@", *q) : "");
+  }
+  std::map<std::pair<v1::Scope, std::string>, std::map<std::string, Series>> values_;
+  DeltaTracker tracker_;
+};
+
+class DetectorsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto topo = Topology::FromYaml(kTopology, "test");
+    ASSERT_TRUE(topo.ok()) << topo.status();
+    context_.topology = *topo;
+    // Every port reports link state and speed, like the real agents.
+    for (const char* nic : {"z1-r01-h1/mlx5_0", "z1-r01-h1/mlx5_1", "z1-r02-h1/mlx5_0", "z1-r02-h1/mlx5_1"}) {
+      fabric_.Set(v1::SCOPE_NIC, nic, "link_up", 1);
+      fabric_.Set(v1::SCOPE_NIC, nic, "rate_bytes_per_second", 50'000'000'000);
+      fabric_.Set(v1::SCOPE_NIC, nic, "link_downed", 0);
+      fabric_.Set(v1::SCOPE_NIC, nic, "out_of_sequence", 0);
+      fabric_.Set(v1::SCOPE_NIC, nic, "pfc_tx_pause_us", 0, 3);
+      fabric_.Set(v1::SCOPE_NIC, nic, "pfc_rx_pause_us", 0, 3);
+    }
+    for (const char* port : {"z1-rtsw01/Ethernet0", "z1-rtsw01/Ethernet4", "z1-rtsw01/Ethernet8",
+                             "z1-rtsw02/Ethernet0", "z1-rtsw02/Ethernet4", "z1-rtsw02/Ethernet8",
+                             "z1-ctsw01/Ethernet0", "z1-ctsw01/Ethernet4"}) {
+      fabric_.Set(v1::SCOPE_PORT, port, "link_up", 1);
+      fabric_.Set(v1::SCOPE_PORT, port, "link_flaps", 0);
+      fabric_.Set(v1::SCOPE_PORT, port, "rx_fcs_errors", 0);
+      fabric_.Set(v1::SCOPE_PORT, port, "rx_packets", 0);
+      fabric_.Set(v1::SCOPE_PORT, port, "pfc_tx_pause_us", 0, 3);
+      fabric_.Set(v1::SCOPE_PORT, port, "pfc_rx_pause_us", 0, 3);
+    }
+  }
+
+  // One poll of everything at second `s`, then an evaluation.
+  std::vector<v1::Anomaly> Step(int s) {
+    detectors_.Observe(fabric_.Poll(kT0 + s * kSecond));
+    auto changes = detectors_.Evaluate(kT0 + s * kSecond + 100'000, context_);
+    for (const auto& a : changes) all_[a.id()] = a;
+    return changes;
+  }
+  const v1::Anomaly* Active(const std::string& kind, const std::string& entity) {
+    for (const auto& [id, a] : all_)
+      if (a.kind() == kind && a.entity() == entity && a.end_us() == 0) return &all_[id];
+    return nullptr;
+  }
+  const v1::Anomaly* Ever(const std::string& kind, const std::string& entity) {
+    for (const auto& [id, a] : all_)
+      if (a.kind() == kind && a.entity() == entity) return &all_[id];
+    return nullptr;
+  }
+  int Count(const std::string& kind) {
+    int n = 0;
+    for (const auto& [id, a] : all_) n += a.kind() == kind;
+    return n;
+  }
+
+  FakeFabric fabric_;
+  Detectors detectors_{DetectorSettings{}};
+  FabricContext context_;
+  std::map<uint64_t, v1::Anomaly> all_;
+};
+
+TEST_F(DetectorsTest, QuietFabricRaisesNothing) {
+  for (int s = 0; s < 30; ++s) {
+    // Healthy traffic, a few pause microseconds and a lone FCS error: noise.
+    fabric_.Add(v1::SCOPE_PORT, "z1-rtsw01/Ethernet8", "rx_packets", 10'000'000);
+    fabric_.Add(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_tx_pause_us", 2'000, 3);  // 0.2%
+    if (s == 10) fabric_.Add(v1::SCOPE_PORT, "z1-rtsw01/Ethernet8", "rx_fcs_errors", 1);
+    if (s == 12) fabric_.Add(v1::SCOPE_NIC, "z1-r02-h1/mlx5_0", "out_of_sequence", 3);
+    Step(s);
+  }
+  EXPECT_TRUE(all_.empty()) << all_.begin()->second.DebugString();
+}
+
+TEST_F(DetectorsTest, StormOnsetNamesTheNicAndRecoveryClosesIt) {
+  for (int s = 0; s < 5; ++s) Step(s);
+  // From s=5 the NIC pauses its switch port 80% of the time; the switch
+  // relays the pause to the CTSW and the other rack's NIC.
+  for (int s = 5; s < 15; ++s) {
+    fabric_.Add(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_tx_pause_us", 800'000, 3);
+    fabric_.Add(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_rx_pause_us", 800'000, 3);
+    fabric_.Add(v1::SCOPE_PORT, "z1-rtsw01/Ethernet8", "pfc_tx_pause_us", 500'000, 3);
+    fabric_.Add(v1::SCOPE_PORT, "z1-ctsw01/Ethernet0", "pfc_rx_pause_us", 500'000, 3);
+    Step(s);
+    if (s == 5) {
+      const v1::Anomaly* storm = Active("pfc_storm", "z1-r01-h1/mlx5_0");
+      ASSERT_NE(storm, nullptr) << "the storm must show in its first interval";
+      EXPECT_EQ(storm->severity(), v1::SEVERITY_CRITICAL);
+      EXPECT_EQ(storm->start_us(), kT0 + 4 * kSecond) << "start of the interval that showed it";
+    }
+  }
+  const v1::Anomaly* storm = Active("pfc_storm", "z1-r01-h1/mlx5_0");
+  ASSERT_NE(storm, nullptr);
+  EXPECT_EQ(Count("pfc_storm"), 1) << "the relaying switch port is not an origin";
+  const v1::Anomaly* relay = Active("pfc_pause", "z1-rtsw01/Ethernet8");
+  ASSERT_NE(relay, nullptr);
+  EXPECT_EQ(relay->caused_by(), storm->id());
+  double total = 0;
+  for (const auto& ev : storm->evidence())
+    if (ev.counter() == "pfc_tx_pause_us") total = ev.total();
+  EXPECT_DOUBLE_EQ(total, 10 * 800'000.0) << "each interval's delta counted once";
+  // Recovery: quiet for longer than clear_after (3 s) closes everything.
+  for (int s = 15; s < 20; ++s) Step(s);
+  EXPECT_EQ(Active("pfc_storm", "z1-r01-h1/mlx5_0"), nullptr);
+  const v1::Anomaly* ended = Ever("pfc_storm", "z1-r01-h1/mlx5_0");
+  ASSERT_NE(ended, nullptr);
+  EXPECT_GT(ended->end_us(), kT0 + 14 * kSecond);
+  EXPECT_LE(ended->end_us(), kT0 + 15 * kSecond);
+}
+
+TEST_F(DetectorsTest, PausesBelowTheStormClassAreNotAStorm) {
+  for (int s = 0; s < 10; ++s) {
+    fabric_.Add(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_tx_pause_us", 100'000, 3);  // 10%
+    Step(s);
+  }
+  EXPECT_EQ(Count("pfc_storm"), 0);
+  ASSERT_NE(Active("pfc_pause", "z1-r01-h1/mlx5_0"), nullptr) << "an unexplained pauser still shows";
+}
+
+TEST_F(DetectorsTest, WrappedThirtyTwoBitCounterIsNotLoss) {
+  // out_of_sequence is a 32-bit q-counter: from just below 2^32 it wraps to
+  // a small value. The agent's delta is the small true increase.
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "out_of_sequence", 4'294'967'290ULL);
+  Step(0);
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "out_of_sequence", 4'294'967'294ULL);
+  Step(1);
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "out_of_sequence", 2);  // +4 across the wrap
+  Step(2);
+  EXPECT_EQ(Count("silent_loss"), 0);
+  // Real loss after the wrap does fire.
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "out_of_sequence", 5'002);
+  Step(3);
+  EXPECT_NE(Active("silent_loss", "z1-r01-h1/mlx5_0"), nullptr);
+}
+
+TEST_F(DetectorsTest, LinkErrorsNameTheLinkAndExplainTheLoss) {
+  for (int s = 0; s < 3; ++s) Step(s);
+  fabric_.Add(v1::SCOPE_PORT, "z1-ctsw01/Ethernet0", "rx_packets", 10'000'000);
+  fabric_.Add(v1::SCOPE_PORT, "z1-ctsw01/Ethernet0", "rx_fcs_errors", 100);
+  fabric_.Add(v1::SCOPE_NIC, "z1-r02-h1/mlx5_0", "out_of_sequence", 100);
+  Step(3);
+  // The link is named by its end nearest the hosts: the RTSW uplink.
+  const v1::Anomaly* link = Active("link_errors", "z1-rtsw01/Ethernet8");
+  ASSERT_NE(link, nullptr);
+  const v1::Anomaly* loss = Active("silent_loss", "z1-r02-h1/mlx5_0");
+  ASSERT_NE(loss, nullptr);
+  EXPECT_EQ(loss->caused_by(), link->id());
+}
+
+TEST_F(DetectorsTest, OneDownIsLinkDownTwoAreAFlap) {
+  for (int s = 0; s < 3; ++s) Step(s);
+  auto down = [&](bool is_down) {
+    fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_1", "link_up", is_down ? 0 : 1);
+    fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet4", "link_up", is_down ? 0 : 1);
+  };
+  down(true);
+  fabric_.Add(v1::SCOPE_NIC, "z1-r01-h1/mlx5_1", "link_downed", 1);
+  fabric_.Add(v1::SCOPE_PORT, "z1-rtsw01/Ethernet4", "link_flaps", 1);
+  Step(3);
+  EXPECT_NE(Active("link_down", "z1-r01-h1/mlx5_1"), nullptr) << "both ends report one link";
+  EXPECT_EQ(Count("link_down"), 1);
+  EXPECT_EQ(Count("link_flap"), 0);
+  down(false);
+  for (int s = 4; s < 10; ++s) Step(s);
+  EXPECT_EQ(Active("link_down", "z1-r01-h1/mlx5_1"), nullptr) << "recovered";
+  down(true);
+  fabric_.Add(v1::SCOPE_NIC, "z1-r01-h1/mlx5_1", "link_downed", 1);
+  Step(10);
+  EXPECT_NE(Active("link_flap", "z1-r01-h1/mlx5_1"), nullptr);
+}
+
+TEST_F(DetectorsTest, SlowLinkIsDegradedAgainstItsOwnHistory) {
+  for (int s = 0; s < 3; ++s) Step(s);
+  fabric_.Set(v1::SCOPE_NIC, "z1-r02-h1/mlx5_1", "rate_bytes_per_second", 12'500'000'000);  // 100G
+  Step(3);
+  const v1::Anomaly* slow = Active("link_degraded", "z1-r02-h1/mlx5_1");
+  ASSERT_NE(slow, nullptr);
+  EXPECT_NEAR(slow->magnitude(), 0.75, 1e-9);
+}
+
+TEST_F(DetectorsTest, DeepQueueWithoutMarksIsEcnMisconfig) {
+  for (int q : {0, 4}) {
+    const std::string port = StrCat("z1-ctsw01/Ethernet", q);
+    fabric_.Set(v1::SCOPE_QUEUE, port, "queue_depth_bytes", 3'000'000, std::nullopt, 3);
+    fabric_.Set(v1::SCOPE_QUEUE, port, "queue_ecn_marked_packets", 0, std::nullopt, 3);
+    fabric_.Set(v1::SCOPE_QUEUE, port, "queue_tx_packets", 0, std::nullopt, 3);
+  }
+  for (int s = 0; s < 4; ++s) {
+    fabric_.Add(v1::SCOPE_QUEUE, "z1-ctsw01/Ethernet0", "queue_tx_packets", 1'000'000, std::nullopt, 3);
+    fabric_.Add(v1::SCOPE_QUEUE, "z1-ctsw01/Ethernet4", "queue_tx_packets", 1'000'000, std::nullopt, 3);
+    Step(s);
+  }
+  EXPECT_NE(Active("ecn_misconfig", "z1-ctsw01"), nullptr) << "several ports: the switch's profile";
+  // Marking queues at the same depth are DCQCN doing its job.
+  for (int s = 4; s < 10; ++s) {
+    for (int q : {0, 4}) {
+      const std::string port = StrCat("z1-ctsw01/Ethernet", q);
+      fabric_.Add(v1::SCOPE_QUEUE, port, "queue_tx_packets", 1'000'000, std::nullopt, 3);
+      fabric_.Add(v1::SCOPE_QUEUE, port, "queue_ecn_marked_packets", 50'000, std::nullopt, 3);
+    }
+    Step(s);
+  }
+  EXPECT_EQ(Active("ecn_misconfig", "z1-ctsw01"), nullptr);
+}
+
+TEST_F(DetectorsTest, LosslessDropsAndFullBuffers) {
+  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw02/Ethernet8", "queue_drops", 0, std::nullopt, 3);
+  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw02/Ethernet8", "queue_drops", 0, std::nullopt, 0);
+  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw02/ingress_lossless_pool", "buffer_used_bytes", 1'000'000);
+  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw02/ingress_lossless_pool", "buffer_size_bytes", 32'000'000);
+  for (int s = 0; s < 3; ++s) Step(s);
+  fabric_.Add(v1::SCOPE_QUEUE, "z1-rtsw02/Ethernet8", "queue_drops", 500, std::nullopt, 0);  // lossy class
+  Step(3);
+  EXPECT_EQ(Count("lossless_drops"), 0) << "drops on a lossy queue are not a PFC problem";
+  fabric_.Add(v1::SCOPE_QUEUE, "z1-rtsw02/Ethernet8", "queue_drops", 5, std::nullopt, 3);
+  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw02/ingress_lossless_pool", "buffer_used_bytes", 28'000'000);
+  Step(4);
+  EXPECT_NE(Active("lossless_drops", "z1-rtsw02/Ethernet8"), nullptr);
+  EXPECT_NE(Active("buffer_high", "z1-rtsw02/ingress_lossless_pool"), nullptr);
+}
+
+// Collective records of one job: `n` ranks on two hosts, seq `seq`.
+v1::TelemetryBatch Collectives(int64_t ts, uint64_t seq, int n, double exec_us, double busbw,
+                               int late_rank = -1, double late_exec_us = 0) {
+  v1::TelemetryBatch batch;
+  batch.set_agent_id("fake");
+  for (int r = 0; r < n; ++r) {
+    auto* rec = batch.add_collectives();
+    rec->set_job("4711");
+    rec->set_rank(static_cast<uint32_t>(r));
+    rec->set_n_ranks(static_cast<uint32_t>(n));
+    rec->set_host(r < n / 2 ? "z1-r01-h1" : "z1-r02-h1");
+    rec->set_op("AllReduce");
+    rec->set_seq(seq);
+    rec->set_bytes(1 << 28);
+    rec->set_exec_time_us(r == late_rank ? late_exec_us : exec_us);
+    rec->set_busbw_gbs(r == late_rank ? busbw * exec_us / late_exec_us : busbw);
+    rec->set_timestamp_us(ts);
+  }
+  return batch;
+}
+
+TEST_F(DetectorsTest, BusbwRegressionAgainstTheJobsOwnBaselineAndStragglers) {
+  v1::Job job;
+  job.set_id("4711");
+  for (int r = 0; r < 8; ++r) {
+    auto* p = job.add_ranks();
+    p->set_rank(static_cast<uint32_t>(r));
+    p->set_host(r < 4 ? "z1-r01-h1" : "z1-r02-h1");
+    p->set_gpu(static_cast<uint32_t>(r % 4));
+  }
+  context_.running_jobs = {job};
+  uint64_t seq = 0;
+  auto step = [&](int tenth, double exec, double busbw, int late = -1, double late_exec = 0) {
+    const int64_t ts = kT0 + tenth * 100'000;
+    detectors_.Observe(Collectives(ts, ++seq, 8, exec, busbw, late, late_exec));
+    for (const auto& a : detectors_.Evaluate(ts + 50'000, context_)) all_[a.id()] = a;
+  };
+  // Healthy, with a few percent of jitter: no regression, no straggler.
+  for (int i = 0; i < 40; ++i) step(i, 4000 + 100 * (i % 3), 144 - 3 * (i % 3));
+  EXPECT_TRUE(all_.empty());
+  // The fabric slows every rank by 40%.
+  for (int i = 40; i < 45; ++i) step(i, 6600, 88);
+  const v1::Anomaly* reg = Active("busbw_regression", "4711");
+  ASSERT_NE(reg, nullptr);
+  EXPECT_NEAR(reg->magnitude(), 1 - 88.0 / 141.0, 0.03);
+  EXPECT_EQ(Count("straggler"), 0) << "everyone slow is not a straggler";
+  // Rank 6 arrives late: the others wait for it, its own kernel is short.
+  for (int i = 45; i < 50; ++i) step(i, 14000, 40, 6, 4000);
+  const v1::Anomaly* late = Active("straggler", "z1-r02-h1/gpu2");
+  ASSERT_NE(late, nullptr) << "named by host and GPU from the registry";
+  EXPECT_EQ(late->job(), "4711");
+}
+
+TEST_F(DetectorsTest, RegisteredJobThatCompletesNothingIsStalled) {
+  v1::Job job;
+  job.set_id("4711");
+  context_.running_jobs = {job};
+  detectors_.Observe(Collectives(kT0, 1, 4, 4000, 144));
+  EXPECT_TRUE(detectors_.Evaluate(kT0 + 4 * kSecond, context_).empty());
+  auto changes = detectors_.Evaluate(kT0 + 6 * kSecond, context_);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].kind(), "job_stalled");
+  // An unregistered (perhaps finished) job is never called stalled.
+  context_.running_jobs.clear();
+  Detectors fresh{DetectorSettings{}};
+  fresh.Observe(Collectives(kT0, 1, 4, 4000, 144));
+  EXPECT_TRUE(fresh.Evaluate(kT0 + 60 * kSecond, context_).empty());
+}
+
+TEST_F(DetectorsTest, LastingDriftOnlyFromTheController) {
+  context_.controller_reachable = true;
+  v1::SwitchStatus st;
+  st.set_switch_name("z1-rtsw01");
+  st.set_desired_generation(5);
+  st.set_applied_generation(4);
+  st.set_drift(true);
+  context_.switch_status = {st};
+  EXPECT_TRUE(detectors_.Evaluate(kT0, context_).empty()) << "a rollout in flight drifts briefly";
+  auto changes = detectors_.Evaluate(kT0 + 31 * kSecond, context_);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].kind(), "config_drift");
+  EXPECT_EQ(changes[0].entity(), "z1-rtsw01");
+}
+
+TEST(DetectorSettingsTest, DefaultsAndEveryProblemReported) {
+  auto defaults = ResolveDetectorSettings(v1::DetectorConfig());
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->lossless_priorities, std::set<uint32_t>{3});
+  EXPECT_DOUBLE_EQ(defaults->storm_ratio, 0.2);
+  v1::DetectorConfig bad;
+  bad.set_pause_ratio(1.5);
+  bad.add_lossless_priorities(9);
+  bad.mutable_stall_after()->set_seconds(-1);
+  auto status = ResolveDetectorSettings(bad);
+  ASSERT_FALSE(status.ok());
+  const std::string message(status.status().message());
+  EXPECT_NE(message.find("pause_ratio"), std::string::npos);
+  EXPECT_NE(message.find("lossless_priorities"), std::string::npos);
+  EXPECT_NE(message.find("stall_after"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rocefab::collector

@@ -1,0 +1,128 @@
+#include "collector/diagnosis.h"
+
+#include <gtest/gtest.h>
+
+namespace rocefab::collector {
+namespace {
+
+const char* kTopology = R"yaml(
+switches:
+  - {name: z1-rtsw01, role: rtsw, zone: z1}
+  - {name: z1-rtsw02, role: rtsw, zone: z1}
+  - {name: z1-rtsw03, role: rtsw, zone: z1}
+  - {name: z1-ctsw01, role: ctsw, zone: z1}
+  - {name: z1-ctsw02, role: ctsw, zone: z1}
+hosts:
+  - {name: z1-r01-h1, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.1}]}
+  - {name: z1-r02-h1, zone: z1, rack: 2, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.2.1}]}
+  - {name: z1-r03-h1, zone: z1, rack: 3, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.3.1}]}
+links:
+  - {a: z1-r01-h1/mlx5_0, b: z1-rtsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-r02-h1/mlx5_0, b: z1-rtsw02/Ethernet0, speed_gbps: 400}
+  - {a: z1-r03-h1/mlx5_0, b: z1-rtsw03/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet8, b: z1-ctsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet12, b: z1-ctsw02/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw02/Ethernet8, b: z1-ctsw01/Ethernet4, speed_gbps: 400}
+  - {a: z1-rtsw02/Ethernet12, b: z1-ctsw02/Ethernet4, speed_gbps: 400}
+  - {a: z1-rtsw03/Ethernet8, b: z1-ctsw01/Ethernet8, speed_gbps: 400}
+  - {a: z1-rtsw03/Ethernet12, b: z1-ctsw02/Ethernet8, speed_gbps: 400}
+)yaml";
+
+v1::Job TwoRackJob() {
+  v1::Job job;
+  job.set_id("4711");
+  for (int r = 0; r < 2; ++r) {
+    auto* p = job.add_ranks();
+    p->set_rank(static_cast<uint32_t>(r));
+    p->set_host(r == 0 ? "z1-r01-h1" : "z1-r02-h1");
+    p->set_nic("mlx5_0");
+  }
+  return job;
+}
+
+v1::Anomaly Make(uint64_t id, const std::string& kind, const std::string& entity, int64_t start,
+                 v1::Severity severity = v1::SEVERITY_CRITICAL, uint64_t caused_by = 0) {
+  v1::Anomaly a;
+  a.set_id(id);
+  a.set_kind(kind);
+  a.set_entity(entity);
+  a.set_start_us(start);
+  a.set_severity(severity);
+  a.set_caused_by(caused_by);
+  a.set_magnitude(0.8);
+  return a;
+}
+
+TEST(FootprintTest, JobPathsCoverItsRacksUplinksAndSpinesButNotOtherRacks) {
+  auto topo = Topology::FromYaml(kTopology, "test");
+  ASSERT_TRUE(topo.ok()) << topo.status();
+  const Footprint fp = JobFootprint(topo->get(), TwoRackJob(), {});
+  for (const char* port : {"z1-r01-h1/mlx5_0", "z1-rtsw01/Ethernet0", "z1-rtsw01/Ethernet8", "z1-ctsw01/Ethernet0",
+                           "z1-ctsw02/Ethernet4"})
+    EXPECT_TRUE(fp.ports.count(port)) << port;
+  for (const char* port : {"z1-rtsw03/Ethernet0", "z1-rtsw03/Ethernet8", "z1-ctsw01/Ethernet8"})
+    EXPECT_FALSE(fp.ports.count(port)) << port << " carries none of its traffic";
+  EXPECT_TRUE(fp.devices.count("z1-ctsw02"));
+  EXPECT_FALSE(fp.devices.count("z1-rtsw03"));
+  // A drained uplink carries nothing.
+  const Footprint drained = JobFootprint(topo->get(), TwoRackJob(), {"z1-rtsw01/Ethernet12"});
+  EXPECT_FALSE(drained.ports.count("z1-rtsw01/Ethernet12"));
+  EXPECT_FALSE(drained.ports.count("z1-ctsw02/Ethernet0"));
+}
+
+TEST(DiagnoseTest, RanksTheCauseFirstAndIgnoresOtherJobsTrouble) {
+  auto topo = Topology::FromYaml(kTopology, "test");
+  ASSERT_TRUE(topo.ok());
+  DiagnoseInput in;
+  in.job = TwoRackJob();
+  in.footprint = JobFootprint(topo->get(), in.job, {});
+  const int64_t t = 1'800'000'000'000'000;
+  in.window_start_us = t - 600'000'000;
+  in.window_end_us = t + 60'000'000;
+  v1::Anomaly regression = Make(1, "busbw_regression", "4711", t + 1'000'000, v1::SEVERITY_WARNING);
+  regression.set_job("4711");
+  regression.set_magnitude(0.39);
+  in.anomalies = {regression,
+                  Make(2, "pfc_storm", "z1-r02-h1/mlx5_0", t),
+                  Make(3, "pfc_pause", "z1-rtsw02/Ethernet8", t, v1::SEVERITY_INFO, 2),
+                  Make(4, "link_errors", "z1-rtsw03/Ethernet8", t),  // another rack's link
+                  Make(5, "buffer_high", "z1-rtsw01/ingress_lossless_pool", t - 300'000'000, v1::SEVERITY_WARNING)};
+  const v1::DiagnoseJobResponse d = Diagnose(in);
+  EXPECT_EQ(d.state(), "degraded");
+  ASSERT_EQ(d.degraded_size(), 1);
+  EXPECT_NEAR(d.degraded(0).busbw_ratio(), 0.61, 1e-9);
+  ASSERT_EQ(d.findings_size(), 3) << "the other rack's link is not on this job's paths";
+  EXPECT_EQ(d.findings(0).kind(), "pfc_storm");
+  EXPECT_EQ(d.findings(0).role(), "cause");
+  EXPECT_EQ(d.playbook(), "playbooks/pfc_storm.md");
+  EXPECT_NE(d.verdict().find("pfc_storm on z1-r02-h1/mlx5_0"), std::string::npos) << d.verdict();
+  for (const auto& f : d.findings())
+    if (f.kind() == "pfc_pause") {
+      EXPECT_EQ(f.role(), "symptom");
+    }
+  // Onset only: the old buffer level drops out.
+  in.onset_only = true;
+  in.window_start_us = t - 2'000'000;
+  EXPECT_EQ(Diagnose(in).findings_size(), 2);
+}
+
+TEST(DiagnoseTest, HealthyJobWithNothingOnItsPaths) {
+  DiagnoseInput in;
+  in.job = TwoRackJob();
+  auto topo = Topology::FromYaml(kTopology, "test");
+  ASSERT_TRUE(topo.ok());
+  in.footprint = JobFootprint(topo->get(), in.job, {});
+  in.anomalies = {Make(1, "link_flap", "z1-rtsw03/Ethernet0", 0)};
+  v1::JobTimelinePoint p;
+  p.set_op("AllReduce");
+  p.set_mean_busbw_gbs(144.3);
+  p.set_records(64);
+  in.timeline = {p};
+  const auto d = Diagnose(in);
+  EXPECT_EQ(d.state(), "healthy");
+  EXPECT_EQ(d.findings_size(), 0);
+  EXPECT_NE(d.verdict().find("144.3"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rocefab::collector
