@@ -33,6 +33,21 @@ void SetDeadline(grpc::ClientContext* context, const GlobalOptions& global);
 // argument, else 1.
 int CollectorRpcFailed(const GlobalOptions& global, const grpc::Status& status, std::ostream& err);
 
+// Runs `call(stub, context)` on a collector stub with the global deadline;
+// returns 0, or the exit code after reporting why there is no answer.
+template <typename Call>
+int WithCollector(const GlobalOptions& g, std::ostream& err, Call call) {
+  auto stub = ConnectCollector(g);
+  if (!stub.ok()) {
+    err << "rocefab: " << stub.status().message() << "\n";
+    return 2;
+  }
+  grpc::ClientContext context;
+  SetDeadline(&context, g);
+  grpc::Status status = call(**stub, &context);
+  return status.ok() ? 0 : CollectorRpcFailed(g, status, err);
+}
+
 int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err);
 int RunCounters(const GlobalOptions& global, const CountersOptions& options, std::ostream& out,
                 std::ostream& err);

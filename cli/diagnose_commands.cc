@@ -57,18 +57,6 @@ std::string EvidenceLine(const v1::Evidence& ev) {
   return line;
 }
 
-template <typename Call>
-int WithCollector(const GlobalOptions& g, std::ostream& err, Call call) {
-  auto stub = ConnectCollector(g);
-  if (!stub.ok()) {
-    err << "rocefab: " << stub.status().message() << "\n";
-    return 2;
-  }
-  grpc::ClientContext context;
-  SetDeadline(&context, g);
-  grpc::Status status = call(**stub, &context);
-  return status.ok() ? 0 : CollectorRpcFailed(g, status, err);
-}
 
 }  // namespace
 

@@ -16,23 +16,6 @@
 #include "rocefab/v1/query.grpc.pb.h"
 
 namespace rocefab::cli {
-namespace {
-
-// Runs `call` on a collector stub, or reports why there is none.
-template <typename Call>
-int WithCollector(const GlobalOptions& g, std::ostream& err, Call call) {
-  auto stub = ConnectCollector(g);
-  if (!stub.ok()) {
-    err << "rocefab: " << stub.status().message() << "\n";
-    return 2;
-  }
-  grpc::ClientContext context;
-  SetDeadline(&context, g);
-  grpc::Status status = call(**stub, &context);
-  return status.ok() ? 0 : CollectorRpcFailed(g, status, err);
-}
-
-}  // namespace
 
 absl::StatusOr<v1::Job> ParseRanksFile(std::string_view text, std::string_view source) {
   v1::Job job;

@@ -508,7 +508,8 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
     const v1::Job* reg = registry.count(id) ? registry[id] : nullptr;
     // A registered, running job that completes nothing: hung on a dead
     // ring. (Without the registry a job that finished looks the same.)
-    if (reg != nullptr && job.newest_us > 0 && now_us - job.newest_us >= s_.stall_after_us) {
+    job.stalled = reg != nullptr && job.newest_us > 0 && now_us - job.newest_us >= s_.stall_after_us;
+    if (job.stalled) {
       Hit h{"job_stalled", id, v1::SEVERITY_CRITICAL, 1.0, job.newest_us};
       h.job = id;
       v1::Evidence ev;
@@ -561,7 +562,14 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
       const double baseline = healthy.size() >= s_.baseline_intervals
                                   ? Median(std::vector<double>(healthy.begin(), healthy.end()))
                                   : 0;
-      if (baseline > 0 && mean < (1 - s_.busbw_drop) * baseline) {
+      JobSummary& summary = job.summary[bucket];
+      summary.job = id;
+      summary.op = bucket.substr(0, bucket.find('/'));
+      summary.size = bucket.substr(bucket.find('/') + 1);
+      summary.recent_busbw_gbs = mean;
+      summary.baseline_busbw_gbs = baseline;
+      summary.regressed = baseline > 0 && mean < (1 - s_.busbw_drop) * baseline;
+      if (summary.regressed) {
         Hit h{"busbw_regression", id, v1::SEVERITY_WARNING, 1 - mean / baseline, judged_from};
         h.job = id;
         v1::Evidence ev;
@@ -747,6 +755,16 @@ std::vector<v1::Anomaly> Detectors::Evaluate(int64_t now_us, const FabricContext
   for (auto it = jobs_.begin(); it != jobs_.end();)
     it = now_us - it->second.newest_us > 3600LL * 1'000'000 ? jobs_.erase(it) : std::next(it);
   return changes;
+}
+
+std::vector<JobSummary> Detectors::JobSummaries() const {
+  std::vector<JobSummary> out;
+  for (const auto& [id, job] : jobs_)
+    for (const auto& [bucket, summary] : job.summary) {
+      out.push_back(summary);
+      out.back().stalled = job.stalled;
+    }
+  return out;
 }
 
 std::vector<v1::Anomaly> Detectors::Active() const {

@@ -67,6 +67,14 @@ struct FabricContext {
 // as one. `port` itself without a topology or a link.
 std::string CanonicalLinkEnd(const Topology* topology, const std::string& port);
 
+// A job's collectives as the detectors last judged them, per op and size.
+struct JobSummary {
+  std::string job, op, size;  // size: "2^28" (bytes, power-of-two bucket)
+  double recent_busbw_gbs = 0, baseline_busbw_gbs = 0;
+  bool regressed = false;
+  bool stalled = false;
+};
+
 class Detectors final {
  public:
   explicit Detectors(DetectorSettings settings);
@@ -80,6 +88,7 @@ class Detectors final {
 
   // Anomalies open right now.
   std::vector<v1::Anomaly> Active() const;
+  std::vector<JobSummary> JobSummaries() const;
   // Ids continue after those already stored.
   void SetNextId(uint64_t id) { next_id_ = id; }
   const DetectorSettings& settings() const { return s_; }
@@ -117,6 +126,8 @@ class Detectors final {
     int64_t judged_until_us = 0;
     uint32_t max_ranks = 0;  // most ranks seen reporting one collective
     std::map<std::string, std::deque<double>> healthy;  // op/size bucket -> window means
+    std::map<std::string, JobSummary> summary;          // op/size bucket -> last judgement
+    bool stalled = false;
   };
   struct Hit {
     Hit(std::string k, std::string e, v1::Severity sev, double mag, int64_t start)

@@ -44,9 +44,11 @@ size_t Ingester::queued() const {
   return queue_.size();
 }
 
-void Ingester::SetDetectors(Detectors* detectors, std::function<FabricContext()> context) {
+void Ingester::SetDetectors(Detectors* detectors, std::function<FabricContext()> context,
+                            std::function<void(const Detectors&, const FabricContext&)> evaluated) {
   detectors_ = detectors;
   context_ = std::move(context);
+  evaluated_ = std::move(evaluated);
 }
 
 void Ingester::Loop() {
@@ -114,7 +116,8 @@ void Ingester::ResolveJobs(v1::TelemetryBatch& batch) {
 void Ingester::Evaluate() {
   last_evaluate_us_ = clock_.MonotonicUs();
   const int64_t start = last_evaluate_us_;
-  auto changes = detectors_->Evaluate(clock_.NowUs(), context_ ? context_() : FabricContext{});
+  const FabricContext context = context_ ? context_() : FabricContext{};
+  auto changes = detectors_->Evaluate(clock_.NowUs(), context);
   for (const v1::Anomaly& a : changes)
     if (a.detected_us() == a.updated_us() && a.end_us() == 0) metrics_.anomalies_opened.Increment();
   if (auto status = store_.WriteAnomalies(changes); !status.ok()) {
@@ -122,6 +125,7 @@ void Ingester::Evaluate() {
     LOG_ERROR(kLog, "storing anomalies: ", status.message());
   }
   metrics_.anomalies_active.Set(static_cast<double>(detectors_->Active().size()));
+  if (evaluated_) evaluated_(*detectors_, context);
   metrics_.evaluate_seconds.Observe(static_cast<double>(clock_.MonotonicUs() - start) / 1e6);
 }
 

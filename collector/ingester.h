@@ -45,7 +45,9 @@ class Ingester final {
   // Runs `detectors` on this thread: every stored batch is observed, and
   // every `evaluate_every` the detectors evaluate with the context from
   // `context`; their anomalies go to the store. Call before Start.
-  void SetDetectors(Detectors* detectors, std::function<FabricContext()> context);
+  // `evaluated` (optional) runs after each evaluation, on this thread.
+  void SetDetectors(Detectors* detectors, std::function<FabricContext()> context,
+                    std::function<void(const Detectors&, const FabricContext&)> evaluated = nullptr);
   // Monotonic time of the last loop iteration, for the watchdog.
   int64_t last_progress_us() const;
   size_t queued() const;
@@ -75,6 +77,7 @@ class Ingester final {
   std::thread thread_;
   Detectors* detectors_ = nullptr;
   std::function<FabricContext()> context_;
+  std::function<void(const Detectors&, const FabricContext&)> evaluated_;
   int64_t last_evaluate_us_ = 0;
   bool fresh_data_ = false;
   std::unordered_map<std::string, std::pair<std::string, int64_t>> host_job_;  // host -> (job, until)

@@ -10,6 +10,7 @@
 
 #include "collector/collector_metrics.h"
 #include "collector/detectors.h"
+#include "collector/diagnosis_metrics.h"
 #include "collector/fabric_context.h"
 #include "collector/ingester.h"
 #include "collector/latest_values.h"
@@ -43,6 +44,14 @@ int main(int argc, char** argv) {
   app.add_option("--retention", retention_text, "how long samples are kept, e.g. 7d, 12h")
       ->capture_default_str();
   std::string topology_path, controller;
+  uint32_t metrics_top_k = 20;
+  bool metrics_all_entities = false;
+  app.add_option("--metrics-top-k", metrics_top_k,
+                 "per-port /metrics series only for this many most troubled entities per scope, plus "
+                 "those anomalies name")
+      ->capture_default_str();
+  app.add_flag("--metrics-all-entities", metrics_all_entities,
+               "per-port /metrics series for every entity (small fabrics only)");
   app.add_option("--topology", topology_path,
                  "fabric topology YAML: pairs link ends and gives each job its paths")
       ->check(CLI::ExistingFile);
@@ -95,7 +104,13 @@ int main(int argc, char** argv) {
   }
   auto registry = std::make_shared<prometheus::Registry>();
   collector::CollectorMetrics metrics(*registry);
-  auto latest = std::make_shared<collector::LatestValues>();
+  if (app.count("--metrics-top-k")) config.mutable_metrics()->set_top_k(metrics_top_k);
+  if (metrics_all_entities) config.mutable_metrics()->set_all_entities(true);
+  auto latest = std::make_shared<collector::LatestValues>(
+      collector::ExportOptions{config.metrics().top_k() ? config.metrics().top_k() : 20,
+                               config.metrics().all_entities()},
+      topology);
+  auto diagnosis_metrics = std::make_shared<collector::DiagnosisMetrics>();
   collector::Ingester::Options ingest_options;
   ingest_options.retention_us = retention_us;
   collector::Ingester ingester(ingest_options, **store, *latest, metrics, clock);
@@ -107,7 +122,11 @@ int main(int argc, char** argv) {
   collector::Detectors detectors(*detector_settings);
   detectors.SetNextId(*last_anomaly + 1);
   collector::FabricContextSource context(topology, **store, config.controller(), config.tls(), clock);
-  ingester.SetDetectors(&detectors, [&context] { return context.Get(); });
+  ingester.SetDetectors(&detectors, [&context] { return context.Get(); },
+                        [&](const collector::Detectors& d, const collector::FabricContext& c) {
+                          diagnosis_metrics->Set(d.Active(), d.JobSummaries(), c, context.Drained());
+                          latest->SetHighlighted(diagnosis_metrics->Highlighted());
+                        });
   collector::AgentRegistry agents(metrics);
   collector::TelemetryService telemetry(ingester, agents, metrics);
   collector::QueryService query(**store, agents, clock, &context);
@@ -119,6 +138,7 @@ int main(int argc, char** argv) {
   }
   (*metrics_server)->Register(registry);
   (*metrics_server)->Register(latest);
+  (*metrics_server)->Register(diagnosis_metrics);
 
   context.Start();
   ingester.Start();

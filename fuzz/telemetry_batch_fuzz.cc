@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "collector/detectors.h"
 #include "collector/latest_values.h"
 #include "collector/telemetry_service.h"
 #include "common/counters.h"
@@ -49,24 +50,36 @@ void CheckValid(const TelemetryBatch& batch) {
   }
 }
 
-// /metrics output: NIC families only, each named by the vocabulary, each
-// series labelled host, device, port and (per priority) prio 0..7.
+// /metrics output: per-entity families named by the vocabulary (NIC series
+// labelled host, device, port; switch series switch, port; then prio 0..7
+// or a queue), and fabric summaries labelled zone, tier (and direction).
 void CheckCollected(const std::vector<prometheus::MetricFamily>& families) {
   for (const prometheus::MetricFamily& family : families) {
-    bool known = false;
-    for (const rocefab::CounterDef& def : rocefab::CountersOfScope(rocefab::v1::SCOPE_NIC))
-      known = known || rocefab::MetricName(def) == family.name;
-    if (!known || family.metric.empty()) __builtin_trap();
+    if (family.metric.empty()) __builtin_trap();
+    const bool fabric = family.name.rfind("rocefab_fabric_", 0) == 0;
+    bool nic = false, known = fabric;
+    for (auto scope : {rocefab::v1::SCOPE_NIC, rocefab::v1::SCOPE_PORT, rocefab::v1::SCOPE_QUEUE})
+      for (const rocefab::CounterDef& def : rocefab::CountersOfScope(scope))
+        if (rocefab::MetricName(def) == family.name) {
+          known = true;
+          nic = nic || scope == rocefab::v1::SCOPE_NIC;
+        }
+    if (!known) __builtin_trap();
     for (const prometheus::ClientMetric& metric : family.metric) {
       const auto& labels = metric.label;
-      if (labels.size() < 3 || labels.size() > 4) __builtin_trap();
-      if (labels[0].name != "host" || labels[1].name != "device" || labels[2].name != "port")
-        __builtin_trap();
-      if (labels.size() == 4) {
-        if (labels[3].name != "prio" || labels[3].value.size() != 1 || labels[3].value[0] < '0' ||
-            labels[3].value[0] > '7')
-          __builtin_trap();
+      if (fabric) {
+        if (labels.size() < 2 || labels[0].name != "zone" || labels[1].name != "tier") __builtin_trap();
+        continue;
       }
+      if (labels.size() < 2 || labels.size() > 4) __builtin_trap();
+      if (nic && (labels.size() < 3 || labels[0].name != "host" || labels[1].name != "device" ||
+                  labels[2].name != "port"))
+        __builtin_trap();
+      if (!nic && (labels[0].name != "switch" || labels[1].name != "port")) __builtin_trap();
+      const auto& last = labels.back();
+      if (last.name == "prio" &&
+          (last.value.size() != 1 || last.value[0] < '0' || last.value[0] > '7'))
+        __builtin_trap();
     }
   }
 }
@@ -86,12 +99,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!error.empty()) return 0;
   CheckValid(batch);
 
-  rocefab::collector::LatestValues latest;
+  rocefab::collector::LatestValues latest(rocefab::collector::ExportOptions{20, true});
   latest.Update(batch);
   const size_t series = latest.size();
   CheckCollected(latest.Collect());
   // A batch delivered twice (an agent replays unacked batches) adds no series.
   latest.Update(batch);
   if (latest.size() != series) __builtin_trap();
+
+  // The detectors take any valid batch, twice, and keep every anomaly
+  // well-formed.
+  rocefab::collector::Detectors detectors{rocefab::collector::DetectorSettings{}};
+  int64_t newest = 0;
+  for (const auto& e : batch.entities()) newest = std::max(newest, e.timestamp_us());
+  for (const auto& r : batch.collectives()) newest = std::max(newest, r.timestamp_us());
+  detectors.Observe(batch);
+  detectors.Observe(batch);
+  for (int64_t step : {0LL, 1'000'000LL, 10'000'000LL})
+    for (const auto& a : detectors.Evaluate(newest + step, rocefab::collector::FabricContext{}))
+      if (a.kind().empty() || a.entity().empty() || a.id() == 0) __builtin_trap();
   return 0;
 }

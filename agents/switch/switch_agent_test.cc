@@ -37,12 +37,16 @@ TEST(AppendReading, PortQueueAndPoolEntitiesWithDeltas) {
   AppendReading(Reading(5000, 9), 2, &builder, &second);
   const auto& port = second.entities(0);
   for (const auto& sample : port.samples()) {
-    if (sample.counter() == "rx_bytes") EXPECT_EQ(sample.delta(), 4000u);
+    if (sample.counter() == "rx_bytes") {
+      EXPECT_EQ(sample.delta(), 4000u);
+    }
     if (sample.counter() == "pfc_rx_pause_frames") {
       EXPECT_EQ(sample.prio(), 3u);
       EXPECT_EQ(sample.delta(), 4u);
     }
-    if (sample.counter() == "link_up") EXPECT_FALSE(sample.has_delta());
+    if (sample.counter() == "link_up") {
+      EXPECT_FALSE(sample.has_delta());
+    }
   }
 }
 

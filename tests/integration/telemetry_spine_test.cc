@@ -58,7 +58,7 @@ class TelemetrySpine : public ::testing::Test {
     NotifySocket notify;
     collector_ = std::make_unique<Subprocess>(Subprocess::Options{
         {BinDir() + "/rocefab-collectord", "--listen", listen, "--db", db_path(),
-         "--metrics-listen", "127.0.0.1:0"},
+         "--metrics-listen", "127.0.0.1:0", "--metrics-all-entities"},
         {{"NOTIFY_SOCKET", notify.path()}},
         dir_ / "collector.out",
         dir_ / "collector.log"});
@@ -241,6 +241,9 @@ TEST_F(TelemetrySpine, TwoHostAgentsReportAndTheCliShowsThem) {
   EXPECT_NE(metrics->find("rocefab_nic_pfc_rx_pause_frames_total{host=\"z1-r01-h1\",device=\"mlx5_0\",port=\"1\",prio=\"3\"} 42"),
             std::string::npos);
   EXPECT_NE(metrics->find("rocefab_collector_connected_agents 2"), std::string::npos);
+  // Summaries are there whatever the per-entity export (no topology: zone unknown).
+  EXPECT_NE(metrics->find("rocefab_fabric_ports{zone=\"unknown\",tier=\"nic\"}"), std::string::npos) << *metrics;
+  EXPECT_NE(metrics->find("rocefab_controller_reachable 0"), std::string::npos);
   EXPECT_NE(metrics->find("rocefab_collector_batches_total{result=\"stored\"}"), std::string::npos);
 }
 
