@@ -177,4 +177,86 @@ int RunFabricHealth(const GlobalOptions& g, const HealthOptions& o, std::ostream
   return 0;
 }
 
+int RunAlertList(const GlobalOptions& g, const AlertOptions& o, std::ostream& out, std::ostream& err) {
+  v1::ListAlertsRequest request;
+  request.set_include_resolved(o.all);
+  v1::ListAlertsResponse response;
+  if (int code = WithCollector(g, err, [&](auto& stub, auto* ctx) { return stub.ListAlerts(ctx, request, &response); });
+      code != 0)
+    return code;
+  if (g.output == "json") {
+    out << Json(response);
+    return 0;
+  }
+  Table t({"STATUS", "ALERT", "SEVERITY", "ENTITY", "JOB", "SINCE", "SILENCED", "SUMMARY"});
+  auto label = [](const v1::Alert& a, const char* k) {
+    auto it = a.labels().find(k);
+    return it == a.labels().end() ? std::string("-") : it->second;
+  };
+  for (const auto& a : response.alerts()) {
+    auto summary = a.annotations().find("summary");
+    t.AddRow({a.status(), label(a, "alertname"), label(a, "severity"), label(a, "entity"), label(a, "job"),
+              Ago(response.now_us(), a.starts_at_us()), a.silenced_by() ? StrCat("by ", a.silenced_by()) : "-",
+              summary == a.annotations().end() ? "" : summary->second});
+  }
+  if (t.rows() == 0) out << (o.all ? "no alerts\n" : "no alerts firing\n");
+  else t.Print(out);
+  if (response.silences_size() > 0) {
+    out << "\nactive silences:\n";
+    Table s({"  ID", "KIND", "ENTITY", "JOB", "ENDS", "BY", "COMMENT"});
+    for (const auto& si : response.silences())
+      s.AddRow({StrCat("  ", si.id()), si.kind().empty() ? "*" : si.kind(), si.entity().empty() ? "*" : si.entity(),
+                si.job().empty() ? "*" : si.job(), StrCat("in ", FormatDurationUs(si.ends_at_us() - response.now_us())),
+                si.created_by(), si.comment()});
+    s.Print(out);
+  }
+  if (response.outbox_pending() > 0)
+    out << response.outbox_pending() << " notification(s) waiting for delivery (rocefab_collector_outbox_pending)\n";
+  return 0;
+}
+
+int RunAlertSilence(const GlobalOptions& g, const AlertOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.kind.empty() && o.entity.empty() && o.job.empty()) {
+    err << "rocefab: alert silence needs at least one of --kind, --entity, --job\n";
+    return 2;
+  }
+  if (o.comment.empty()) {
+    err << "rocefab: alert silence needs --comment: say why, for the next on-call\n";
+    return 2;
+  }
+  auto duration = ParseDurationUs(o.duration);
+  if (!duration.ok() || *duration <= 0) {
+    err << "rocefab: --for: a positive duration, e.g. 30m or 2h\n";
+    return 2;
+  }
+  v1::SilenceRequest request;
+  auto* s = request.mutable_silence();
+  s->set_kind(o.kind);
+  s->set_entity(o.entity);
+  s->set_job(o.job);
+  s->set_comment(o.comment);
+  if (const char* user = std::getenv("USER")) s->set_created_by(user);
+  s->set_ends_at_us(SystemClock::Instance().NowUs() + *duration);
+  v1::SilenceResponse response;
+  if (int code = WithCollector(g, err, [&](auto& stub, auto* ctx) { return stub.Silence(ctx, request, &response); });
+      code != 0)
+    return code;
+  if (g.output == "json") out << Json(response);
+  else
+    out << "silence " << response.silence().id() << " for " << o.duration << ": mutes "
+        << response.matching_alerts() << " alert(s) firing now\n";
+  return 0;
+}
+
+int RunAlertUnsilence(const GlobalOptions& g, const AlertOptions& o, std::ostream& out, std::ostream& err) {
+  v1::UnsilenceRequest request;
+  request.set_id(o.id);
+  v1::UnsilenceResponse response;
+  if (int code = WithCollector(g, err, [&](auto& stub, auto* ctx) { return stub.Unsilence(ctx, request, &response); });
+      code != 0)
+    return code;
+  out << "silence " << o.id << " ended\n";
+  return 0;
+}
+
 }  // namespace rocefab::cli

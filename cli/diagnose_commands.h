@@ -27,6 +27,15 @@ struct HealthOptions {
 // Renders a diagnosis for people.
 void PrintDiagnosis(const v1::DiagnoseJobResponse& d, int64_t now_us, int limit, std::ostream& out);
 
+struct AlertOptions {
+  bool all = false;
+  std::string kind, entity, job, duration = "2h", comment;
+  uint64_t id = 0;
+};
+int RunAlertList(const GlobalOptions& g, const AlertOptions& o, std::ostream& out, std::ostream& err);
+int RunAlertSilence(const GlobalOptions& g, const AlertOptions& o, std::ostream& out, std::ostream& err);
+int RunAlertUnsilence(const GlobalOptions& g, const AlertOptions& o, std::ostream& out, std::ostream& err);
+
 int RunJobDiagnose(const GlobalOptions& g, const DiagnoseOptions& o, std::ostream& out, std::ostream& err);
 int RunFabricHealth(const GlobalOptions& g, const HealthOptions& o, std::ostream& out, std::ostream& err);
 

@@ -111,6 +111,19 @@ int main(int argc, char** argv) {
                             "also anomalies that ended within this long, e.g. 30m");
   fabric_health->add_flag("--all", health_options.all,
                           "also list consequences (pause-tree victims, loss behind a bad link)");
+  AlertOptions alert_options;
+  auto* alert = app.add_subcommand("alert", "alerts the collector raised from anomalies, and silences");
+  alert->require_subcommand(1);
+  auto* alert_list = alert->add_subcommand("list", "alerts firing (--all: resolved ones too) and silences");
+  alert_list->add_flag("--all", alert_options.all, "include resolved alerts");
+  auto* alert_silence = alert->add_subcommand("silence", "mute alerts matching every given field");
+  alert_silence->add_option("--kind", alert_options.kind, "finding kind, e.g. link_flap");
+  alert_silence->add_option("--entity", alert_options.entity, "e.g. z1-rtsw03/Ethernet44");
+  alert_silence->add_option("--job", alert_options.job, "training job id");
+  alert_silence->add_option("--for", alert_options.duration, "how long, e.g. 30m, 2h")->capture_default_str();
+  alert_silence->add_option("--comment", alert_options.comment, "why (required)");
+  auto* alert_unsilence = alert->add_subcommand("unsilence", "end a silence now");
+  alert_unsilence->add_option("id", alert_options.id, "silence id (rocefab alert list)")->required();
   auto* job_list = job->add_subcommand("list", "running jobs (--all: ended ones too)");
   job_list->add_flag("--all", job_options.all, "include ended jobs");
 
@@ -127,6 +140,9 @@ int main(int argc, char** argv) {
   if (job_list->parsed()) return RunJobList(global, job_options, std::cout, std::cerr);
   if (job_show->parsed()) return RunJobShow(global, job_options, std::cout, std::cerr);
   if (job_diagnose->parsed()) return RunJobDiagnose(global, diagnose_options, std::cout, std::cerr);
+  if (alert_list->parsed()) return RunAlertList(global, alert_options, std::cout, std::cerr);
+  if (alert_silence->parsed()) return RunAlertSilence(global, alert_options, std::cout, std::cerr);
+  if (alert_unsilence->parsed()) return RunAlertUnsilence(global, alert_options, std::cout, std::cerr);
   if (fabric_health->parsed()) return RunFabricHealth(global, health_options, std::cout, std::cerr);
   if (plan->parsed()) return RunConfigPlan(global, control, std::cout, std::cerr);
   if (apply->parsed()) return RunConfigApply(global, control, std::cout, std::cerr);

@@ -10,6 +10,13 @@ prometheus::Family<prometheus::Counter>& Batches(prometheus::Registry& registry)
       .Register(registry);
 }
 
+prometheus::Family<prometheus::Counter>& Notifications(prometheus::Registry& registry) {
+  return prometheus::BuildCounter()
+      .Name("rocefab_collector_notifications_total")
+      .Help("Alert notification attempts to Alertmanager and webhooks, by result")
+      .Register(registry);
+}
+
 }  // namespace
 
 CollectorMetrics::CollectorMetrics(prometheus::Registry& registry)
@@ -89,6 +96,19 @@ CollectorMetrics::CollectorMetrics(prometheus::Registry& registry)
                            .Help("Duration of one detector evaluation")
                            .Register(registry)
                            .Add({}, prometheus::Histogram::BucketBoundaries{
-                                        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25})) {}
+                                        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25})),
+      alerts_firing(prometheus::BuildGauge()
+                        .Name("rocefab_collector_alerts_firing")
+                        .Help("Alerts firing (silenced ones included)")
+                        .Register(registry)
+                        .Add({})),
+      notifications_delivered(Notifications(registry).Add({{"result", "delivered"}})),
+      notifications_retried(Notifications(registry).Add({{"result", "retried"}})),
+      notifications_dropped(Notifications(registry).Add({{"result", "dropped"}})),
+      outbox_pending(prometheus::BuildGauge()
+                         .Name("rocefab_collector_outbox_pending")
+                         .Help("Alert notifications waiting for delivery")
+                         .Register(registry)
+                         .Add({})) {}
 
 }  // namespace rocefab::collector

@@ -29,6 +29,11 @@ struct CollectorMetrics {
   prometheus::Gauge& anomalies_active;
   prometheus::Counter& collectives_job_from_registry;
   prometheus::Histogram& evaluate_seconds;
+  prometheus::Gauge& alerts_firing;
+  prometheus::Counter& notifications_delivered;
+  prometheus::Counter& notifications_retried;
+  prometheus::Counter& notifications_dropped;
+  prometheus::Gauge& outbox_pending;
 };
 
 }  // namespace rocefab::collector

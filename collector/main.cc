@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
   app.add_option("--retention", retention_text, "how long samples are kept, e.g. 7d, 12h")
       ->capture_default_str();
   std::string topology_path, controller;
+  std::vector<std::string> alertmanagers, webhooks;
+  app.add_option("--alertmanager", alertmanagers, "Alertmanager base URL to push alerts to (repeatable)");
+  app.add_option("--webhook", webhooks, "URL to POST Alertmanager-webhook (v4) JSON to (repeatable)");
   uint32_t metrics_top_k = 20;
   bool metrics_all_entities = false;
   app.add_option("--metrics-top-k", metrics_top_k,
@@ -74,6 +77,10 @@ int main(int argc, char** argv) {
   if (app.count("--metrics-listen")) config.set_metrics_listen(metrics_listen);
   if (app.count("--topology")) config.set_topology(topology_path);
   if (app.count("--controller")) config.set_controller(controller);
+  for (const auto& url : alertmanagers) config.mutable_alerting()->add_alertmanager_urls(url);
+  for (const auto& url : webhooks) config.mutable_alerting()->add_webhook_urls(url);
+  auto alert_options = collector::ResolveAlertOptions(config.alerting());
+  if (!alert_options.ok()) return UsageError(kProgram, alert_options.status());
   auto detector_settings = collector::ResolveDetectorSettings(config.detectors());
   if (!detector_settings.ok()) return UsageError(kProgram, detector_settings.status());
   std::shared_ptr<const Topology> topology;
@@ -119,6 +126,11 @@ int main(int argc, char** argv) {
     std::cerr << "rocefab-collectord: " << last_anomaly.status().message() << "\n";
     return 1;
   }
+  auto alerter = collector::Alerter::Open(config.db(), *alert_options, metrics, clock);
+  if (!alerter.ok()) {
+    std::cerr << "rocefab-collectord: " << alerter.status().message() << "\n";
+    return 1;
+  }
   collector::Detectors detectors(*detector_settings);
   detectors.SetNextId(*last_anomaly + 1);
   collector::FabricContextSource context(topology, **store, config.controller(), config.tls(), clock);
@@ -126,10 +138,11 @@ int main(int argc, char** argv) {
                         [&](const collector::Detectors& d, const collector::FabricContext& c) {
                           diagnosis_metrics->Set(d.Active(), d.JobSummaries(), c, context.Drained());
                           latest->SetHighlighted(diagnosis_metrics->Highlighted());
+                          (*alerter)->Evaluate(d.Active(), c, context.Drained(), clock.NowUs());
                         });
   collector::AgentRegistry agents(metrics);
   collector::TelemetryService telemetry(ingester, agents, metrics);
-  collector::QueryService query(**store, agents, clock, &context);
+  collector::QueryService query(**store, agents, clock, &context, alerter->get());
 
   auto metrics_server = MetricsServer::Start(config.metrics_listen());
   if (!metrics_server.ok()) {
@@ -141,6 +154,7 @@ int main(int argc, char** argv) {
   (*metrics_server)->Register(diagnosis_metrics);
 
   context.Start();
+  (*alerter)->Start();
   ingester.Start();
   auto server = StartGrpcServer(config.listen(), config.tls(), {&telemetry, &query});
   if (!server.ok()) {
@@ -172,6 +186,7 @@ int main(int argc, char** argv) {
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   ingester.Stop();
   context.Stop();
+  (*alerter)->Stop();
   server->server->Wait();
   return 0;
 }

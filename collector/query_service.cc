@@ -9,6 +9,7 @@ namespace rocefab::collector {
 namespace {
 
 grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
   grpc::StatusCode code = grpc::StatusCode::INTERNAL;
   if (absl::IsAlreadyExists(status)) code = grpc::StatusCode::ALREADY_EXISTS;
   else if (absl::IsNotFound(status)) code = grpc::StatusCode::NOT_FOUND;
@@ -131,6 +132,32 @@ grpc::Status QueryService::DiagnoseJob(grpc::ServerContext*, const v1::DiagnoseJ
     if (p.start_us() <= in.window_end_us) in.timeline.push_back(std::move(p));
   *response = Diagnose(in);
   return grpc::Status::OK;
+}
+
+grpc::Status QueryService::ListAlerts(grpc::ServerContext*, const v1::ListAlertsRequest* request,
+                                      v1::ListAlertsResponse* response) {
+  if (alerter_ == nullptr) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "alerting is not set up");
+  auto list = alerter_->List(request->include_resolved());
+  if (!list.ok()) return ToGrpc(list.status());
+  *response = std::move(*list);
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::Silence(grpc::ServerContext* context, const v1::SilenceRequest* request,
+                                   v1::SilenceResponse* response) {
+  if (alerter_ == nullptr) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "alerting is not set up");
+  v1::Silence silence = request->silence();
+  if (silence.created_by().empty()) silence.set_created_by(context->peer());
+  auto added = alerter_->AddSilence(silence);
+  if (!added.ok()) return ToGrpc(added.status());
+  *response = std::move(*added);
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::Unsilence(grpc::ServerContext*, const v1::UnsilenceRequest* request,
+                                     v1::UnsilenceResponse*) {
+  if (alerter_ == nullptr) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "alerting is not set up");
+  return ToGrpc(alerter_->RemoveSilence(request->id()));
 }
 
 }  // namespace rocefab::collector

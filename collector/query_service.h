@@ -2,6 +2,7 @@
 // The Query service the rocefab CLI talks to. Reads go to the store's reader
 // connection; the sync API's thread pool is ample for operator traffic.
 
+#include "collector/alerts.h"
 #include "collector/fabric_context.h"
 #include "collector/store.h"
 #include "collector/telemetry_service.h"
@@ -15,8 +16,8 @@ class QueryService final : public v1::Query::Service {
   // `context` (topology, drained links) may be null: diagnoses then cannot
   // rule switches out of a job's paths.
   QueryService(Store& store, const AgentRegistry& agents, const Clock& clock,
-               FabricContextSource* context = nullptr)
-      : store_(store), agents_(agents), clock_(clock), context_(context) {}
+               FabricContextSource* context = nullptr, Alerter* alerter = nullptr)
+      : store_(store), agents_(agents), clock_(clock), context_(context), alerter_(alerter) {}
 
   grpc::Status ListAgents(grpc::ServerContext* context, const v1::ListAgentsRequest* request,
                           v1::ListAgentsResponse* response) override;
@@ -31,12 +32,16 @@ class QueryService final : public v1::Query::Service {
                              v1::ListAnomaliesResponse*) override;
   grpc::Status DiagnoseJob(grpc::ServerContext*, const v1::DiagnoseJobRequest*,
                            v1::DiagnoseJobResponse*) override;
+  grpc::Status ListAlerts(grpc::ServerContext*, const v1::ListAlertsRequest*, v1::ListAlertsResponse*) override;
+  grpc::Status Silence(grpc::ServerContext*, const v1::SilenceRequest*, v1::SilenceResponse*) override;
+  grpc::Status Unsilence(grpc::ServerContext*, const v1::UnsilenceRequest*, v1::UnsilenceResponse*) override;
 
  private:
   Store& store_;
   const AgentRegistry& agents_;
   const Clock& clock_;
   FabricContextSource* context_;
+  Alerter* alerter_;
 };
 
 }  // namespace rocefab::collector

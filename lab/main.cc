@@ -79,6 +79,9 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--live-dir", run.live_dir,
                       "where the polled files live during the run (default: a tmpfs under /dev/shm)");
 
+  run_cmd->add_option("--collector-arg", run.collector_args,
+                      "an extra rocefab-collectord flag (repeatable), e.g. --collector-arg=--alertmanager "
+                      "--collector-arg=http://127.0.0.1:9093");
   run_cmd->add_option("--time-scale", run.time_scale,
                       "scale the scenario's times (length, fault times, flap periods), e.g. 0.5")
       ->check(CLI::Range(0.1, 10.0));

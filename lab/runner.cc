@@ -50,14 +50,17 @@ class Daemons {
   ~Daemons() { Stop(); }
 
   // `live` holds hosts/ and switches/, the trees the agents read.
-  absl::Status Start(const v1::Topology& topo, double poll_interval_s, const std::string& live) {
+  absl::Status Start(const v1::Topology& topo, double poll_interval_s, const std::string& live,
+                     const std::vector<std::string>& collector_args) {
     std::filesystem::create_directories(run_dir_ + "/logs");
+    std::vector<std::string> collector_argv = {bin_dir_ + "/rocefab-collectord", "--listen", "127.0.0.1:0",
+                                               "--metrics-listen", "127.0.0.1:0", "--db", run_dir_ + "/collector.db",
+                                               "--topology", run_dir_ + "/topology.yaml"};
+    collector_argv.insert(collector_argv.end(), collector_args.begin(), collector_args.end());
     NotifySocket collector_ready(run_dir_ + "/logs/.notify-collector");
     if (!collector_ready.ok()) return absl::UnavailableError("cannot create a notify socket");
     auto collector = Subprocess::Spawn(
-        {{bin_dir_ + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--metrics-listen",
-          "127.0.0.1:0", "--db", run_dir_ + "/collector.db", "--topology",
-          run_dir_ + "/topology.yaml"},
+        {collector_argv,
          {{"NOTIFY_SOCKET", collector_ready.path()}},
          run_dir_ + "/logs/collectord.out",
          run_dir_ + "/logs/collectord.log"});
@@ -392,10 +395,10 @@ int Run(const RunOptions& options) {
   const v1::Topology& topo = (*topology)->proto();
   std::printf("rocefab-lab: scenario %s: %d hosts, %d switches, %d links, %zu jobs, %zu faults\n",
               scenario->name().c_str(), topo.hosts_size(), topo.switches_size(), topo.links_size(),
-              scenario->jobs().size(), scenario->faults().size());
+              static_cast<size_t>(scenario->jobs().size()), static_cast<size_t>(scenario->faults().size()));
   Daemons daemons(options.run_dir, options.bin_dir);
   if (options.daemons) {
-    if (auto s = daemons.Start(topo, scenario->poll_interval_s(), live); !s.ok()) return fail(s);
+    if (auto s = daemons.Start(topo, scenario->poll_interval_s(), live, options.collector_args); !s.ok()) return fail(s);
     std::printf("rocefab-lab: started rocefab-collectord (gRPC %s, metrics http://%s/metrics), "
                 "%d rocefab-hostd, %d rocefab-switchd\n",
                 daemons.grpc().c_str(), daemons.metrics().c_str(), topo.hosts_size(),

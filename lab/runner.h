@@ -35,6 +35,8 @@ struct RunOptions {
   // rocefab CLI commands (arguments after `rocefab --collector ADDR`) to run
   // and print when the scenario ends, before the daemons stop.
   std::vector<std::string> show_commands;
+  // Extra flags for rocefab-collectord, e.g. --alertmanager URL.
+  std::vector<std::string> collector_args;
   // Scales every time of the scenario (its length, job starts, fault times
   // and flap periods), not the tick or the agents' poll interval.
   double time_scale = 1;

@@ -18,6 +18,9 @@ packages=(
   libgtest-dev libgmock-dev
   libbenchmark-dev
   iproute2 procps openssl curl
+  libcurl4-openssl-dev
+  # Real peers for the tests: Prometheus (and promtool) and Alertmanager (and amtool).
+  prometheus prometheus-alertmanager
 )
 
 missing=()

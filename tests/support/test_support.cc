@@ -119,4 +119,11 @@ std::optional<std::string> HttpGet(const std::string& host_port, const std::stri
   }
 }
 
+int FreeTcpPort() {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor acceptor(
+      io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+  return acceptor.local_endpoint().port();
+}
+
 }  // namespace rocefab::testing

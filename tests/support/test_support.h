@@ -71,6 +71,10 @@ int RunCommand(const std::vector<std::string>& argv, std::string* out, std::stri
 // have no event to wait on (a row appearing in another process's database).
 bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
 
+// A TCP port on 127.0.0.1 that was free a moment ago (for peers that cannot
+// listen on port 0 and report it).
+int FreeTcpPort();
+
 // HTTP GET with Boost.Beast. Returns the body, or nullopt on failure.
 std::optional<std::string> HttpGet(const std::string& host_port, const std::string& target);
 

@@ -1,0 +1,532 @@
+#include "collector/alerts.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "common/daemon_setup.h"
+#include "common/log.h"
+#include "common/strings.h"
+
+namespace rocefab::collector {
+namespace {
+
+constexpr char kLog[] = "alerts";
+
+constexpr char kSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS alerts(
+  fingerprint TEXT PRIMARY KEY,
+  status TEXT NOT NULL,
+  ends_at_us INTEGER NOT NULL,
+  proto BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS silences(
+  id INTEGER PRIMARY KEY,
+  ends_at_us INTEGER NOT NULL,
+  proto BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS outbox(
+  id INTEGER PRIMARY KEY,
+  target TEXT NOT NULL,
+  body TEXT NOT NULL,
+  attempts INTEGER NOT NULL,
+  next_attempt_us INTEGER NOT NULL,
+  created_us INTEGER NOT NULL,
+  last_error TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_due ON outbox(next_attempt_us);
+)sql";
+
+std::string Rfc3339(int64_t us) {
+  const time_t t = static_cast<time_t>(us / 1'000'000);
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>((us / 1000) % 1000));
+  return out;
+}
+
+std::string CamelKind(const std::string& kind) {
+  std::string out = "Rocefab";
+  bool upper = true;
+  for (char c : kind) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    out.push_back(upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c);
+    upper = false;
+  }
+  return out;
+}
+
+const char* SeverityName(v1::Severity s) {
+  switch (s) {
+    case v1::SEVERITY_CRITICAL: return "critical";
+    case v1::SEVERITY_WARNING: return "warning";
+    default: return "info";
+  }
+}
+
+std::string EvidenceText(const v1::Anomaly& a) {
+  std::string text;
+  int n = 0;
+  for (const auto& ev : a.evidence()) {
+    if (n++ == 4) break;
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "%s %s total %.4g peak %.4g/s%s%s", ev.entity().c_str(), ev.counter().c_str(),
+                  ev.total(), ev.peak_rate(), ev.note().empty() ? "" : ": ", ev.note().c_str());
+    StrAppend(&text, text.empty() ? "" : "; ", buf);
+  }
+  return text;
+}
+
+nlohmann::json Labels(const v1::Alert& a) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, v] : a.labels()) j[k] = v;
+  return j;
+}
+nlohmann::json Annotations(const v1::Alert& a) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, v] : a.annotations()) j[k] = v;
+  return j;
+}
+
+size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
+
+// POSTs `body`; returns the HTTP status, or 0 with `error` set.
+long Post(const std::string& url, const std::string& body, std::string* error) {
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) {
+    *error = "curl_easy_init failed";
+    return 0;
+  }
+  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Discard);
+  long code = 0;
+  const CURLcode rc = curl_easy_perform(curl);
+  if (rc != CURLE_OK) *error = curl_easy_strerror(rc);
+  else curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  return code;
+}
+
+bool Matches(const v1::Silence& s, const v1::Alert& a) {
+  auto label = [&](const char* k) {
+    auto it = a.labels().find(k);
+    return it == a.labels().end() ? std::string() : it->second;
+  };
+  return (s.kind().empty() || s.kind() == label("kind")) && (s.entity().empty() || s.entity() == label("entity")) &&
+         (s.job().empty() || s.job() == label("job"));
+}
+
+}  // namespace
+
+absl::StatusOr<AlertOptions> ResolveAlertOptions(const v1::AlertingConfig& c) {
+  AlertOptions o;
+  std::string errors;
+  for (const auto* list : {&c.alertmanager_urls(), &c.webhook_urls()})
+    for (const std::string& url : *list)
+      if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
+        StrAppend(&errors, "alerting: ", url, " is not an http:// or https:// URL\n");
+  o.alertmanager_urls.assign(c.alertmanager_urls().begin(), c.alertmanager_urls().end());
+  o.webhook_urls.assign(c.webhook_urls().begin(), c.webhook_urls().end());
+  o.playbook_base_url = c.playbook_base_url();
+  if (c.has_resend_every()) o.resend_every_us = DurationToUs(c.resend_every());
+  if (c.has_max_age()) o.max_age_us = DurationToUs(c.max_age());
+  if (o.resend_every_us <= 0) StrAppend(&errors, "alerting.resend_every must be positive\n");
+  if (o.max_age_us <= 0) StrAppend(&errors, "alerting.max_age must be positive\n");
+  if (!errors.empty()) {
+    errors.pop_back();
+    return absl::InvalidArgumentError(errors);
+  }
+  return o;
+}
+
+std::string AlertmanagerBody(const std::vector<v1::Alert>& alerts, int64_t resend_every_us, int64_t now_us) {
+  nlohmann::json body = nlohmann::json::array();
+  for (const v1::Alert& a : alerts) {
+    // A firing alert lasts four resend periods unless re-sent, as
+    // Prometheus does; a resolved one ends when it ended.
+    const int64_t ends = a.ends_at_us() ? a.ends_at_us() : now_us + 4 * resend_every_us;
+    body.push_back({{"labels", Labels(a)},
+                    {"annotations", Annotations(a)},
+                    {"startsAt", Rfc3339(a.starts_at_us())},
+                    {"endsAt", Rfc3339(ends)}});
+  }
+  return body.dump();
+}
+
+std::string WebhookBody(const v1::Alert& a, const std::string& receiver) {
+  const nlohmann::json labels = Labels(a);
+  nlohmann::json group = nlohmann::json::object();
+  for (const char* k : {"job", "entity"})
+    if (labels.contains(k)) group[k] = labels[k];
+  nlohmann::json alert = {{"status", a.status()},
+                          {"labels", labels},
+                          {"annotations", Annotations(a)},
+                          {"startsAt", Rfc3339(a.starts_at_us())},
+                          {"endsAt", a.ends_at_us() ? Rfc3339(a.ends_at_us()) : "0001-01-01T00:00:00Z"},
+                          {"generatorURL", ""},
+                          {"fingerprint", a.fingerprint()}};
+  return nlohmann::json{{"version", "4"},
+                        {"groupKey", StrCat("{}:", group.dump())},
+                        {"truncatedAlerts", 0},
+                        {"status", a.status()},
+                        {"receiver", receiver},
+                        {"groupLabels", group},
+                        {"commonLabels", labels},
+                        {"commonAnnotations", Annotations(a)},
+                        {"externalURL", ""},
+                        {"alerts", nlohmann::json::array({alert})}}
+      .dump();
+}
+
+absl::StatusOr<std::unique_ptr<Alerter>> Alerter::Open(const std::string& db_path, AlertOptions options,
+                                                       CollectorMetrics& metrics, const Clock& clock) {
+  std::unique_ptr<Alerter> a(new Alerter(std::move(options), metrics, clock));
+  if (auto status = a->Init(db_path); !status.ok()) return status;
+  return a;
+}
+
+absl::Status Alerter::Init(const std::string& db_path) {
+  if (sqlite3_open_v2(db_path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK)
+    return absl::UnavailableError(StrCat("cannot open ", db_path, " for alerts"));
+  sqlite3_busy_timeout(db_, 5000);
+  char* error = nullptr;
+  if (sqlite3_exec(db_, kSchema, nullptr, nullptr, &error) != SQLITE_OK) {
+    std::string message = error ? error : "unknown";
+    sqlite3_free(error);
+    return absl::InternalError(StrCat(db_path, ": alerts schema: ", message));
+  }
+  // Alerts still firing at the last stop go on firing; the next evaluation
+  // resolves those whose anomaly is gone.
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(db_, "SELECT proto FROM alerts WHERE status = 'firing'", -1, &stmt, nullptr);
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+    v1::Alert a;
+    if (a.ParseFromArray(sqlite3_column_blob(stmt, 0), sqlite3_column_bytes(stmt, 0))) firing_[a.fingerprint()] = a;
+  }
+  sqlite3_finalize(stmt);
+  return absl::OkStatus();
+}
+
+Alerter::~Alerter() {
+  Stop();
+  if (db_) sqlite3_close(db_);
+}
+
+void Alerter::Start() {
+  if (options_.alertmanager_urls.empty() && options_.webhook_urls.empty()) return;
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  sender_ = std::thread([this] { SenderLoop(); });
+}
+
+void Alerter::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (sender_.joinable()) sender_.join();
+}
+
+void Alerter::SaveAlert(const v1::Alert& a) {
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO alerts VALUES(?1, ?2, ?3, ?4)", -1, &stmt, nullptr);
+  const std::string blob = a.SerializeAsString();
+  sqlite3_bind_text(stmt, 1, a.fingerprint().c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(stmt, 2, a.status().c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(stmt, 3, a.ends_at_us());
+  sqlite3_bind_blob(stmt, 4, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+  if (sqlite3_step(stmt) != SQLITE_DONE) LOG_ERROR(kLog, "storing alert: ", sqlite3_errmsg(db_));
+  sqlite3_finalize(stmt);
+}
+
+void Alerter::Enqueue(const std::string& target, const std::string& body, int64_t now_us) {
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(db_, "INSERT INTO outbox(target, body, attempts, next_attempt_us, created_us, last_error) "
+                          "VALUES(?1, ?2, 0, ?3, ?3, '')",
+                     -1, &stmt, nullptr);
+  sqlite3_bind_text(stmt, 1, target.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(stmt, 2, body.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(stmt, 3, now_us);
+  if (sqlite3_step(stmt) != SQLITE_DONE) {
+    LOG_ERROR(kLog, "outbox: ", sqlite3_errmsg(db_));
+    metrics_.notifications_dropped.Increment();
+  }
+  sqlite3_finalize(stmt);
+}
+
+std::vector<v1::Silence> Alerter::ActiveSilences(int64_t now_us) {
+  std::vector<v1::Silence> out;
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(db_, "SELECT proto FROM silences WHERE ends_at_us > ?1 ORDER BY id", -1, &stmt, nullptr);
+  sqlite3_bind_int64(stmt, 1, now_us);
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+    v1::Silence s;
+    if (s.ParseFromArray(sqlite3_column_blob(stmt, 0), sqlite3_column_bytes(stmt, 0))) out.push_back(std::move(s));
+  }
+  sqlite3_finalize(stmt);
+  return out;
+}
+
+void Alerter::Notify(const std::vector<v1::Alert>& changed, bool state_change, int64_t now_us) {
+  std::vector<v1::Alert> loud;
+  for (const v1::Alert& a : changed)
+    if (a.silenced_by() == 0) loud.push_back(a);
+  if (loud.empty()) return;
+  for (const std::string& am : options_.alertmanager_urls)
+    Enqueue(StrCat(am, am.ends_with("/") ? "" : "/", "api/v2/alerts"),
+            AlertmanagerBody(loud, options_.resend_every_us, now_us), now_us);
+  if (!state_change) return;
+  for (const std::string& hook : options_.webhook_urls)
+    for (const v1::Alert& a : loud) Enqueue(hook, WebhookBody(a, "rocefab"), now_us);
+  cv_.notify_all();
+}
+
+void Alerter::Evaluate(const std::vector<v1::Anomaly>& active, const FabricContext& context,
+                       const std::set<std::string>& drained, int64_t now_us) {
+  std::lock_guard lock(mu_);
+  // Footprints of the running jobs, computed once per job.
+  std::set<std::string> running;
+  for (const v1::Job& job : context.running_jobs) {
+    running.insert(job.id());
+    auto& [ranks, fp] = footprints_[job.id()];
+    if (ranks != job.ranks_size()) fp = JobFootprint(context.topology.get(), job, drained), ranks = job.ranks_size();
+  }
+  for (auto it = footprints_.begin(); it != footprints_.end();)
+    it = running.count(it->first) ? std::next(it) : footprints_.erase(it);
+
+  const std::vector<v1::Silence> silences = ActiveSilences(now_us);
+  std::map<std::string, v1::Alert> want;
+  for (const v1::Anomaly& a : active) {
+    if (a.caused_by() != 0 || a.severity() < v1::SEVERITY_WARNING) continue;
+    std::vector<std::string> jobs;
+    if (!a.job().empty()) jobs.push_back(a.job());
+    else
+      for (const auto& [id, fpr] : footprints_)
+        if (Touches(fpr.second, a, id)) jobs.push_back(id);
+    if (jobs.empty()) jobs.push_back("");
+    std::string zone;
+    if (context.topology != nullptr) {
+      const std::string device = a.entity().substr(0, a.entity().find('/'));
+      if (const auto* h = context.topology->FindHost(device)) zone = h->zone();
+      else if (const auto* s = context.topology->FindSwitch(device)) zone = s->zone();
+    }
+    for (const std::string& job : jobs) {
+      v1::Alert alert;
+      alert.set_fingerprint(StrCat(a.kind(), "|", a.entity(), "|", job));
+      auto& l = *alert.mutable_labels();
+      l["alertname"] = CamelKind(a.kind());
+      l["severity"] = SeverityName(a.severity());
+      l["kind"] = a.kind();
+      l["entity"] = a.entity();
+      if (!job.empty()) l["job"] = job;
+      if (!zone.empty()) l["zone"] = zone;
+      auto& n = *alert.mutable_annotations();
+      n["summary"] = a.summary();
+      n["evidence"] = EvidenceText(a);
+      n["runbook_url"] = StrCat(options_.playbook_base_url, PlaybookFor(a.kind()));
+      if (!job.empty()) n["description"] = StrCat("rocefab job diagnose ", job);
+      alert.set_starts_at_us(a.start_us());
+      alert.set_status("firing");
+      alert.set_anomaly_id(a.id());
+      for (const v1::Silence& s : silences)
+        if (Matches(s, alert)) alert.set_silenced_by(s.id());
+      want[alert.fingerprint()] = std::move(alert);
+    }
+  }
+
+  std::vector<v1::Alert> changed, resend;
+  for (auto& [fp, alert] : want) {
+    auto it = firing_.find(fp);
+    if (it == firing_.end()) {
+      SaveAlert(alert);
+      changed.push_back(alert);
+      last_sent_us_[fp] = now_us;
+      firing_[fp] = alert;
+      continue;
+    }
+    // Annotations follow the anomaly (evidence grows); silences come and go.
+    const bool unsilenced = it->second.silenced_by() != 0 && alert.silenced_by() == 0;
+    it->second = alert;
+    if (unsilenced) {
+      changed.push_back(alert);
+      last_sent_us_[fp] = now_us;
+    } else if (now_us - last_sent_us_[fp] >= options_.resend_every_us) {
+      resend.push_back(alert);
+      last_sent_us_[fp] = now_us;
+    }
+  }
+  for (auto it = firing_.begin(); it != firing_.end();) {
+    if (want.count(it->first)) {
+      ++it;
+      continue;
+    }
+    v1::Alert resolved = it->second;
+    resolved.set_status("resolved");
+    resolved.set_ends_at_us(now_us);
+    SaveAlert(resolved);
+    changed.push_back(resolved);
+    last_sent_us_.erase(it->first);
+    it = firing_.erase(it);
+  }
+  Notify(changed, true, now_us);
+  Notify(resend, false, now_us);
+  metrics_.alerts_firing.Set(static_cast<double>(firing_.size()));
+}
+
+size_t Alerter::DeliverDue() {
+  struct Item {
+    int64_t id;
+    std::string target, body;
+    int attempts;
+    int64_t created;
+  };
+  std::vector<Item> due;
+  const int64_t now = clock_.NowUs();
+  {
+    std::lock_guard lock(mu_);
+    sqlite3_stmt* stmt = nullptr;
+    sqlite3_prepare_v2(db_, "SELECT id, target, body, attempts, created_us FROM outbox WHERE next_attempt_us <= ?1 "
+                            "ORDER BY id LIMIT 100",
+                       -1, &stmt, nullptr);
+    sqlite3_bind_int64(stmt, 1, now);
+    while (sqlite3_step(stmt) == SQLITE_ROW)
+      due.push_back({sqlite3_column_int64(stmt, 0), reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1)),
+                     reinterpret_cast<const char*>(sqlite3_column_text(stmt, 2)), sqlite3_column_int(stmt, 3),
+                     sqlite3_column_int64(stmt, 4)});
+    sqlite3_finalize(stmt);
+  }
+  size_t delivered = 0;
+  for (const Item& item : due) {
+    std::string error;
+    const long code = Post(item.target, item.body, &error);
+    std::lock_guard lock(mu_);
+    sqlite3_stmt* stmt = nullptr;
+    // 2xx: done. 4xx but 408/429: the receiver refuses this body for good.
+    const bool ok = code >= 200 && code < 300;
+    const bool refused = code >= 400 && code < 500 && code != 408 && code != 429;
+    const bool too_old = now - item.created > options_.max_age_us;
+    if (ok || refused || too_old) {
+      sqlite3_prepare_v2(db_, "DELETE FROM outbox WHERE id = ?1", -1, &stmt, nullptr);
+      sqlite3_bind_int64(stmt, 1, item.id);
+      if (ok) {
+        metrics_.notifications_delivered.Increment();
+        ++delivered;
+      } else {
+        metrics_.notifications_dropped.Increment();
+        LOG_WARN(kLog, "dropping a notification to ", item.target, ": ",
+                 refused ? StrCat("HTTP ", code) : StrCat("undelivered for ", options_.max_age_us / 1'000'000, " s"));
+      }
+    } else {
+      // Exponential backoff from 1 s, at most 5 min.
+      const int64_t backoff = std::min<int64_t>(300'000'000, 1'000'000LL << std::min(item.attempts, 9));
+      sqlite3_prepare_v2(db_, "UPDATE outbox SET attempts = attempts + 1, next_attempt_us = ?2, last_error = ?3 "
+                              "WHERE id = ?1",
+                         -1, &stmt, nullptr);
+      sqlite3_bind_int64(stmt, 1, item.id);
+      sqlite3_bind_int64(stmt, 2, now + backoff);
+      const std::string why = code ? StrCat("HTTP ", code) : error;
+      sqlite3_bind_text(stmt, 3, why.c_str(), -1, SQLITE_TRANSIENT);
+      metrics_.notifications_retried.Increment();
+      if (item.attempts == 0) LOG_WARN(kLog, "notification to ", item.target, " failed (", why, "); retrying");
+    }
+    sqlite3_step(stmt);
+    sqlite3_finalize(stmt);
+  }
+  return delivered;
+}
+
+void Alerter::SenderLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    DeliverDue();
+    lock.lock();
+    sqlite3_stmt* stmt = nullptr;
+    sqlite3_prepare_v2(db_, "SELECT count(*) FROM outbox", -1, &stmt, nullptr);
+    if (sqlite3_step(stmt) == SQLITE_ROW) metrics_.outbox_pending.Set(sqlite3_column_double(stmt, 0));
+    sqlite3_finalize(stmt);
+    cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return stopping_; });
+  }
+}
+
+absl::StatusOr<v1::ListAlertsResponse> Alerter::List(bool include_resolved) {
+  std::lock_guard lock(mu_);
+  v1::ListAlertsResponse out;
+  const int64_t now = clock_.NowUs();
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(db_, "SELECT proto FROM alerts WHERE ?1 OR status = 'firing' ORDER BY ends_at_us = 0 DESC, fingerprint",
+                     -1, &stmt, nullptr);
+  sqlite3_bind_int(stmt, 1, include_resolved ? 1 : 0);
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+    v1::Alert a;
+    if (!a.ParseFromArray(sqlite3_column_blob(stmt, 0), sqlite3_column_bytes(stmt, 0))) continue;
+    if (auto it = firing_.find(a.fingerprint()); it != firing_.end()) a = it->second;
+    *out.add_alerts() = std::move(a);
+  }
+  sqlite3_finalize(stmt);
+  for (auto& s : ActiveSilences(now)) *out.add_silences() = std::move(s);
+  sqlite3_prepare_v2(db_, "SELECT count(*) FROM outbox", -1, &stmt, nullptr);
+  if (sqlite3_step(stmt) == SQLITE_ROW) out.set_outbox_pending(static_cast<uint64_t>(sqlite3_column_int64(stmt, 0)));
+  sqlite3_finalize(stmt);
+  out.set_now_us(now);
+  return out;
+}
+
+absl::StatusOr<v1::SilenceResponse> Alerter::AddSilence(v1::Silence silence) {
+  if (silence.kind().empty() && silence.entity().empty() && silence.job().empty())
+    return absl::InvalidArgumentError("a silence needs at least one of kind, entity or job");
+  const int64_t now = clock_.NowUs();
+  if (silence.ends_at_us() <= now) return absl::InvalidArgumentError("a silence must end in the future");
+  std::lock_guard lock(mu_);
+  silence.set_starts_at_us(now);
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(db_, "SELECT coalesce(max(id), 0) + 1 FROM silences", -1, &stmt, nullptr);
+  sqlite3_step(stmt);
+  silence.set_id(static_cast<uint64_t>(sqlite3_column_int64(stmt, 0)));
+  sqlite3_finalize(stmt);
+  sqlite3_prepare_v2(db_, "INSERT INTO silences VALUES(?1, ?2, ?3)", -1, &stmt, nullptr);
+  const std::string blob = silence.SerializeAsString();
+  sqlite3_bind_int64(stmt, 1, static_cast<int64_t>(silence.id()));
+  sqlite3_bind_int64(stmt, 2, silence.ends_at_us());
+  sqlite3_bind_blob(stmt, 3, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+  const bool ok = sqlite3_step(stmt) == SQLITE_DONE;
+  sqlite3_finalize(stmt);
+  if (!ok) return absl::InternalError(StrCat("storing the silence: ", sqlite3_errmsg(db_)));
+  v1::SilenceResponse out;
+  uint32_t matching = 0;
+  for (const auto& [fp, a] : firing_) matching += Matches(silence, a);
+  *out.mutable_silence() = silence;
+  out.set_matching_alerts(matching);
+  return out;
+}
+
+absl::Status Alerter::RemoveSilence(uint64_t id) {
+  std::lock_guard lock(mu_);
+  // Ending it now keeps the record.
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(db_, "UPDATE silences SET ends_at_us = ?2 WHERE id = ?1 AND ends_at_us > ?2", -1, &stmt, nullptr);
+  sqlite3_bind_int64(stmt, 1, static_cast<int64_t>(id));
+  sqlite3_bind_int64(stmt, 2, clock_.NowUs());
+  sqlite3_step(stmt);
+  sqlite3_finalize(stmt);
+  if (sqlite3_changes(db_) == 0) return absl::NotFoundError(StrCat("no active silence ", id));
+  return absl::OkStatus();
+}
+
+}  // namespace rocefab::collector
