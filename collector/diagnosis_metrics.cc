@@ -41,7 +41,14 @@ void DiagnosisMetrics::Set(const std::vector<v1::Anomaly>& active, const std::ve
   drained_ = drained.size();
   running_.clear();
   job_anomalies_.clear();
+  job_ranks_.clear();
+  std::set<std::string> named_hosts;
+  for (const v1::Anomaly& a : active_)
+    if (a.caused_by() == 0) named_hosts.insert(a.entity().substr(0, a.entity().find('/')));
   for (const v1::Job& job : context.running_jobs) {
+    int affected = 0;
+    for (const auto& r : job.ranks()) affected += named_hosts.count(r.host()) > 0;
+    job_ranks_[job.id()] = {job.ranks_size(), affected};
     running_.insert(job.id());
     auto& [ranks, fp] = footprints_[job.id()];
     if (ranks != job.ranks_size()) {
@@ -109,7 +116,13 @@ std::vector<prometheus::MetricFamily> DiagnosisMetrics::Collect() const {
       Add(&state, {{"job_id", job}, {"state", name}}, s == name ? 1 : 0);
   auto job_anomalies = Gauge("rocefab_job_anomalies", "Open root-cause anomalies on the job's paths");
   for (const auto& [job, n] : job_anomalies_) Add(&job_anomalies, {{"job_id", job}}, n);
-  for (auto* f : {&busbw, &baseline, &state, &job_anomalies})
+  auto ranks = Gauge("rocefab_job_ranks", "Ranks of a running job");
+  auto affected = Gauge("rocefab_job_affected_ranks", "Ranks on hosts that an open root anomaly names");
+  for (const auto& [job, ra] : job_ranks_) {
+    Add(&ranks, {{"job_id", job}}, ra.first);
+    Add(&affected, {{"job_id", job}}, ra.second);
+  }
+  for (auto* f : {&busbw, &baseline, &state, &job_anomalies, &ranks, &affected})
     if (!f->metric.empty()) out.push_back(std::move(*f));
 
   auto reachable = Gauge("rocefab_controller_reachable", "1 when rocefab-controllerd answered its last poll");

@@ -6,6 +6,7 @@
 //   rocefab_job_busbw_gbs{job_id,op,size}, rocefab_job_baseline_busbw_gbs{...}
 //   rocefab_job_state{job_id,state}                       healthy|degraded|stalled
 //   rocefab_job_anomalies{job_id}                         open root anomalies on its paths
+//   rocefab_job_ranks{job_id}, rocefab_job_affected_ranks{job_id}   ranks on hosts anomalies name
 //   rocefab_controller_reachable, rocefab_controller_drained_links,
 //   rocefab_controller_switch_generation{switch,state}, rocefab_controller_switch_drift{switch}
 // Set after each detector evaluation; read by scrapes. Thread-safe.
@@ -35,6 +36,7 @@ class DiagnosisMetrics final : public prometheus::Collectable {
   std::vector<v1::Anomaly> active_;
   std::vector<JobSummary> jobs_;
   std::map<std::string, int> job_anomalies_;
+  std::map<std::string, std::pair<int, int>> job_ranks_;  // (ranks, ranks on hosts open anomalies name)
   std::set<std::string> running_;
   FabricContext context_;
   size_t drained_ = 0;

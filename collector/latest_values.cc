@@ -5,6 +5,7 @@
 #include <prometheus/metric_type.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "common/counters.h"
 
@@ -148,6 +149,18 @@ std::vector<prometheus::MetricFamily> LatestValues::Collect() const {
       std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(k), ranked.end(),
                         [](const auto& a, const auto& b) { return a.first > b.first; });
       for (size_t i = 0; i < k; ++i) exported.insert({scope, ranked[i].second});
+    }
+    const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    for (const auto& id : exported) selected_us_[id] = now;
+    for (auto it = selected_us_.begin(); it != selected_us_.end();) {
+      if (now - it->second > options_.hold_us) {
+        it = selected_us_.erase(it);
+        continue;
+      }
+      exported.insert(it->first);
+      ++it;
     }
   }
 

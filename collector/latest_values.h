@@ -29,6 +29,9 @@ namespace rocefab::collector {
 struct ExportOptions {
   uint32_t top_k = 20;        // entities per scope with the most trouble
   bool all_entities = false;  // every entity (small fabrics, tests)
+  // An entity once exported stays exported this long after it last
+  // qualified, so its series do not come and go between scrapes.
+  int64_t hold_us = 600'000'000;
 };
 
 class LatestValues final : public prometheus::Collectable {
@@ -59,6 +62,7 @@ class LatestValues final : public prometheus::Collectable {
   mutable std::mutex mu_;
   std::map<Key, Latest> values_;
   std::set<std::string> highlighted_;
+  mutable std::map<std::pair<int, std::string>, int64_t> selected_us_;  // entity -> last qualified
 };
 
 }  // namespace rocefab::collector

@@ -50,13 +50,20 @@ class Daemons {
   ~Daemons() { Stop(); }
 
   // `live` holds hosts/ and switches/, the trees the agents read.
+  // With `with_controller`, rocefab-controllerd will listen on a unix socket
+  // in the run directory, and the collector is told to poll it.
   absl::Status Start(const v1::Topology& topo, double poll_interval_s, const std::string& live,
-                     const std::vector<std::string>& collector_args) {
+                     const std::vector<std::string>& collector_args, bool with_controller) {
     std::filesystem::create_directories(run_dir_ + "/logs");
+    controller_listen_ = StrCat("unix:", run_dir_, "/logs/controller.sock");
     std::vector<std::string> collector_argv = {bin_dir_ + "/rocefab-collectord", "--listen", "127.0.0.1:0",
                                                "--metrics-listen", "127.0.0.1:0", "--db", run_dir_ + "/collector.db",
                                                "--topology", run_dir_ + "/topology.yaml"};
     collector_argv.insert(collector_argv.end(), collector_args.begin(), collector_args.end());
+    if (with_controller) {
+      collector_argv.push_back("--controller");
+      collector_argv.push_back(controller_listen_);
+    }
     NotifySocket collector_ready(run_dir_ + "/logs/.notify-collector");
     if (!collector_ready.ok()) return absl::UnavailableError("cannot create a notify socket");
     auto collector = Subprocess::Spawn(
@@ -142,7 +149,7 @@ class Daemons {
     }
     NotifySocket ready(run_dir_ + "/logs/.notify-controller");
     auto controller = Subprocess::Spawn(
-        {{bin_dir_ + "/rocefab-controllerd", "--listen", "127.0.0.1:0", "--db",
+        {{bin_dir_ + "/rocefab-controllerd", "--listen", controller_listen_, "--db",
           run_dir_ + "/controller.db", "--topology", run_dir_ + "/topology.yaml", "--policy", policy,
           "--collector", grpc_, "--switch-agents-json", run_dir_ + "/endpoints.json"},
          {{"NOTIFY_SOCKET", ready.path()}},
@@ -187,6 +194,7 @@ class Daemons {
   std::map<std::string, std::string> switch_endpoints_;  // switch -> SwitchAgent gRPC
   std::unique_ptr<Subprocess> controller_;
   std::string controller_address_;
+  std::string controller_listen_;
   std::unique_ptr<v1::Query::Stub> query_;
 };
 
@@ -398,7 +406,8 @@ int Run(const RunOptions& options) {
               static_cast<size_t>(scenario->jobs().size()), static_cast<size_t>(scenario->faults().size()));
   Daemons daemons(options.run_dir, options.bin_dir);
   if (options.daemons) {
-    if (auto s = daemons.Start(topo, scenario->poll_interval_s(), live, options.collector_args); !s.ok()) return fail(s);
+    if (auto s = daemons.Start(topo, scenario->poll_interval_s(), live, options.collector_args,
+                                !scenario->policy().empty()); !s.ok()) return fail(s);
     std::printf("rocefab-lab: started rocefab-collectord (gRPC %s, metrics http://%s/metrics), "
                 "%d rocefab-hostd, %d rocefab-switchd\n",
                 daemons.grpc().c_str(), daemons.metrics().c_str(), topo.hosts_size(),
