@@ -128,79 +128,103 @@ std::vector<prometheus::MetricFamily> LatestValues::Collect() const {
   }
   std::lock_guard lock(mu_);
 
-  // Which entities get their own series: the highlighted ones, and the
-  // top-K of each scope by trouble in their latest interval.
-  std::set<std::pair<int, std::string>> exported;
-  std::map<std::pair<int, std::string>, double> trouble;
-  for (const auto& [key, latest] : values_) {
-    const auto& [scope, entity, port, counter, prio, queue] = key;
-    const double t = Trouble(counter, latest.delta);
-    auto& sum = trouble[{scope, entity}];
-    sum += t;
-    if (options_.all_entities || highlighted_.count(entity) || highlighted_.count(DeviceOf(entity)))
-      exported.insert({scope, entity});
+  // values_ is ordered by (scope, entity, ...): each entity's series are
+  // one contiguous run. Pass 1 scores each run and adds it to the fabric
+  // summaries; pass 2 writes the series of the entities that are exported.
+  struct Run {
+    std::map<Key, Latest>::const_iterator begin, end;
+    int scope;
+    double trouble = 0;
+  };
+  std::vector<Run> runs;
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, double> sums;  // name, dir, zone, tier
+  std::map<std::pair<std::string, std::string>, double> ports, down;
+  for (auto it = values_.begin(); it != values_.end();) {
+    const int scope = std::get<0>(it->first);
+    const std::string& entity = std::get<1>(it->first);
+    Run run{it, it, scope};
+    const auto [zone, tier] = Place(scope, entity);
+    for (; it != values_.end() && std::get<0>(it->first) == scope && std::get<1>(it->first) == entity; ++it) {
+      const std::string& counter = std::get<3>(it->first);
+      const Latest& latest = it->second;
+      run.trouble += Trouble(counter, latest.delta);
+      if (counter == "link_up" && scope != v1::SCOPE_QUEUE) {
+        ports[{zone, tier}] += 1;
+        if (latest.value == 0) down[{zone, tier}] += 1;
+      }
+      for (const Summary& s : kSummaries) {
+        const char* mine = scope == v1::SCOPE_NIC ? s.nic : scope == v1::SCOPE_PORT ? s.port : s.queue;
+        if (mine == nullptr || counter != mine) continue;
+        const double scale = counter.ends_with("_us") ? 1e-6 : 1.0;
+        sums[{s.name, s.direction ? s.direction : "", zone, tier}] += static_cast<double>(latest.value) * scale;
+      }
+    }
+    run.end = it;
+    runs.push_back(run);
   }
+
+  // Which entities get their own series: the highlighted ones, the top-K of
+  // each scope by trouble in their latest interval, and those that
+  // qualified within the hold time.
+  std::vector<bool> exported(runs.size(), options_.all_entities);
   if (!options_.all_entities) {
-    for (int scope : {v1::SCOPE_NIC, v1::SCOPE_PORT, v1::SCOPE_QUEUE}) {
-      std::vector<std::pair<double, std::string>> ranked;
-      for (const auto& [id, t] : trouble)
-        if (id.first == scope && t > 0) ranked.push_back({t, id.second});
-      const size_t k = std::min<size_t>(options_.top_k, ranked.size());
-      std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(k), ranked.end(),
-                        [](const auto& a, const auto& b) { return a.first > b.first; });
-      for (size_t i = 0; i < k; ++i) exported.insert({scope, ranked[i].second});
+    for (size_t r = 0; r < runs.size(); ++r) {
+      const std::string& entity = std::get<1>(runs[r].begin->first);
+      if (highlighted_.count(entity) || highlighted_.count(DeviceOf(entity))) exported[r] = true;
     }
     const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::steady_clock::now().time_since_epoch())
                             .count();
-    for (const auto& id : exported) selected_us_[id] = now;
+    for (int scope : {v1::SCOPE_NIC, v1::SCOPE_PORT, v1::SCOPE_QUEUE}) {
+      std::vector<std::pair<double, size_t>> ranked;
+      for (size_t r = 0; r < runs.size(); ++r)
+        if (runs[r].scope == scope && runs[r].trouble > 0) ranked.push_back({runs[r].trouble, r});
+      const size_t k = std::min<size_t>(options_.top_k, ranked.size());
+      std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(k), ranked.end(),
+                        [](const auto& a, const auto& b) { return a.first > b.first; });
+      for (size_t i = 0; i < k; ++i) exported[ranked[i].second] = true;
+    }
+    for (size_t r = 0; r < runs.size(); ++r)
+      if (exported[r]) selected_us_[{runs[r].scope, std::get<1>(runs[r].begin->first)}] = now;
     for (auto it = selected_us_.begin(); it != selected_us_.end();) {
       if (now - it->second > options_.hold_us) {
         it = selected_us_.erase(it);
         continue;
       }
-      exported.insert(it->first);
+      // Runs are in (scope, entity) order.
+      auto run = std::lower_bound(runs.begin(), runs.end(), it->first, [](const Run& r, const auto& id) {
+        return std::pair<int, const std::string&>(r.scope, std::get<1>(r.begin->first)) <
+               std::pair<int, const std::string&>(id.first, id.second);
+      });
+      if (run != runs.end() && run->scope == it->first.first && std::get<1>(run->begin->first) == it->first.second)
+        exported[static_cast<size_t>(run - runs.begin())] = true;
       ++it;
     }
   }
-
-  // Fabric summaries per (zone, tier).
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, double> sums;  // name, dir, zone, tier
-  std::map<std::pair<std::string, std::string>, double> ports, down;
-  for (const auto& [key, latest] : values_) {
-    const auto& [scope, entity, port, counter, prio, queue] = key;
-    const auto [zone, tier] = Place(scope, entity);
-    if (counter == "link_up" && scope != v1::SCOPE_QUEUE) {
-      ports[{zone, tier}] += 1;
-      if (latest.value == 0) down[{zone, tier}] += 1;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    if (!exported[r]) continue;
+    for (auto it = runs[r].begin; it != runs[r].end; ++it) {
+      const auto& [scope, entity, port, counter, prio, queue] = it->first;
+      auto fam = family_of.find(std::string(1, static_cast<char>('0' + scope)) + counter);
+      if (fam == family_of.end()) continue;
+      const CounterDef& def = *FindCounter(static_cast<v1::Scope>(scope), counter);
+      prometheus::MetricFamily& family = families[fam->second];
+      prometheus::ClientMetric metric;
+      if (scope == v1::SCOPE_NIC) {
+        metric.label.push_back({"host", DeviceOf(entity)});
+        metric.label.push_back({"device", PortOf(entity)});
+        metric.label.push_back({"port", std::to_string(port)});
+      } else {
+        metric.label.push_back({"switch", DeviceOf(entity)});
+        metric.label.push_back({"port", PortOf(entity)});
+      }
+      if (prio >= 0) metric.label.push_back({"prio", std::to_string(prio)});
+      if (queue >= 0) metric.label.push_back({"queue", std::to_string(queue)});
+      const double value = static_cast<double>(it->second.value) * MetricScale(def);
+      if (def.kind == v1::VALUE_KIND_COUNTER) metric.counter.value = value;
+      else metric.gauge.value = value;
+      family.metric.push_back(std::move(metric));
     }
-    for (const Summary& s : kSummaries) {
-      const char* mine = scope == v1::SCOPE_NIC ? s.nic : scope == v1::SCOPE_PORT ? s.port : s.queue;
-      if (mine == nullptr || counter != mine) continue;
-      const double scale = counter.ends_with("_us") ? 1e-6 : 1.0;
-      sums[{s.name, s.direction ? s.direction : "", zone, tier}] += static_cast<double>(latest.value) * scale;
-    }
-
-    if (!exported.count({scope, entity})) continue;
-    auto it = family_of.find(std::string(1, static_cast<char>('0' + scope)) + counter);
-    if (it == family_of.end()) continue;
-    const CounterDef& def = *FindCounter(static_cast<v1::Scope>(scope), counter);
-    prometheus::MetricFamily& family = families[it->second];
-    prometheus::ClientMetric metric;
-    if (scope == v1::SCOPE_NIC) {
-      metric.label.push_back({"host", DeviceOf(entity)});
-      metric.label.push_back({"device", PortOf(entity)});
-      metric.label.push_back({"port", std::to_string(port)});
-    } else {
-      metric.label.push_back({"switch", DeviceOf(entity)});
-      metric.label.push_back({"port", PortOf(entity)});
-    }
-    if (prio >= 0) metric.label.push_back({"prio", std::to_string(prio)});
-    if (queue >= 0) metric.label.push_back({"queue", std::to_string(queue)});
-    const double value = static_cast<double>(latest.value) * MetricScale(def);
-    if (def.kind == v1::VALUE_KIND_COUNTER) metric.counter.value = value;
-    else metric.gauge.value = value;
-    family.metric.push_back(std::move(metric));
   }
 
   std::vector<prometheus::MetricFamily> out;

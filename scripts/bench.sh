@@ -14,3 +14,4 @@ export ROCEFAB_BENCH_NODE_EXPORTER=$(command -v prometheus-node-exporter || true
 "$build/bin/hostd_poll_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true "${@:2}"
 "$build/bin/lab_tick_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 "$build/bin/diagnose_bench"
+"$build/bin/metrics_bench"
