@@ -8,6 +8,7 @@
 #include "cli/control_commands.h"
 #include "cli/diagnose_commands.h"
 #include "cli/job_commands.h"
+#include "cli/playbook_commands.h"
 
 int main(int argc, char** argv) {
   using namespace rocefab::cli;
@@ -124,6 +125,21 @@ int main(int argc, char** argv) {
   alert_silence->add_option("--comment", alert_options.comment, "why (required)");
   auto* alert_unsilence = alert->add_subcommand("unsilence", "end a silence now");
   alert_unsilence->add_option("id", alert_options.id, "silence id (rocefab alert list)")->required();
+  PlaybookOptions playbook_options;
+  auto* playbook = app.add_subcommand("playbook", "machine-run remediation playbooks (audited)");
+  playbook->require_subcommand(1);
+  auto* playbook_run = playbook->add_subcommand(
+      "run", "check preconditions, act, verify: e.g. drain a flapping fabric link once capacity allows");
+  playbook_run->add_option("name", playbook_options.name, "playbook name (in --dir) or a .yaml path")->required();
+  playbook_run->add_option("--target", playbook_options.target, "what to act on, e.g. z1-rtsw03/Ethernet44");
+  playbook_run->add_flag("--dry-run", playbook_options.dry_run, "run the checks, describe the actions, change nothing");
+  playbook_run->add_option("--dir", playbook_options.dir, "where the playbooks are")
+      ->envname("ROCEFAB_PLAYBOOKS")
+      ->capture_default_str();
+  playbook_run->add_option("--topology", playbook_options.topology, "fabric topology, for the fabric_link check")
+      ->capture_default_str();
+  auto* playbook_runs = playbook->add_subcommand("runs", "the audit log of playbook runs");
+  playbook_runs->add_option("--limit", playbook_options.limit, "newest N")->capture_default_str();
   auto* job_list = job->add_subcommand("list", "running jobs (--all: ended ones too)");
   job_list->add_flag("--all", job_options.all, "include ended jobs");
 
@@ -140,6 +156,8 @@ int main(int argc, char** argv) {
   if (job_list->parsed()) return RunJobList(global, job_options, std::cout, std::cerr);
   if (job_show->parsed()) return RunJobShow(global, job_options, std::cout, std::cerr);
   if (job_diagnose->parsed()) return RunJobDiagnose(global, diagnose_options, std::cout, std::cerr);
+  if (playbook_run->parsed()) return RunPlaybookRun(global, control, playbook_options, std::cout, std::cerr);
+  if (playbook_runs->parsed()) return RunPlaybookRuns(global, playbook_options, std::cout, std::cerr);
   if (alert_list->parsed()) return RunAlertList(global, alert_options, std::cout, std::cerr);
   if (alert_silence->parsed()) return RunAlertSilence(global, alert_options, std::cout, std::cerr);
   if (alert_unsilence->parsed()) return RunAlertUnsilence(global, alert_options, std::cout, std::cerr);

@@ -160,4 +160,24 @@ grpc::Status QueryService::Unsilence(grpc::ServerContext*, const v1::UnsilenceRe
   return ToGrpc(alerter_->RemoveSilence(request->id()));
 }
 
+grpc::Status QueryService::RecordPlaybookRun(grpc::ServerContext* context, const v1::RecordPlaybookRunRequest* request,
+                                             v1::RecordPlaybookRunResponse* response) {
+  v1::PlaybookRun run = request->run();
+  if (run.playbook().empty() || run.result().empty())
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a playbook run needs its playbook and result");
+  if (run.who().empty()) run.set_who(context->peer());
+  auto id = store_.RecordPlaybookRun(std::move(run));
+  if (!id.ok()) return ToGrpc(id.status());
+  response->set_id(*id);
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::ListPlaybookRuns(grpc::ServerContext*, const v1::ListPlaybookRunsRequest* request,
+                                            v1::ListPlaybookRunsResponse* response) {
+  auto runs = store_.ListPlaybookRuns(request->limit());
+  if (!runs.ok()) return ToGrpc(runs.status());
+  for (auto& r : *runs) *response->add_runs() = std::move(r);
+  return grpc::Status::OK;
+}
+
 }  // namespace rocefab::collector

@@ -35,6 +35,10 @@ class QueryService final : public v1::Query::Service {
   grpc::Status ListAlerts(grpc::ServerContext*, const v1::ListAlertsRequest*, v1::ListAlertsResponse*) override;
   grpc::Status Silence(grpc::ServerContext*, const v1::SilenceRequest*, v1::SilenceResponse*) override;
   grpc::Status Unsilence(grpc::ServerContext*, const v1::UnsilenceRequest*, v1::UnsilenceResponse*) override;
+  grpc::Status RecordPlaybookRun(grpc::ServerContext*, const v1::RecordPlaybookRunRequest*,
+                                 v1::RecordPlaybookRunResponse*) override;
+  grpc::Status ListPlaybookRuns(grpc::ServerContext*, const v1::ListPlaybookRunsRequest*,
+                                v1::ListPlaybookRunsResponse*) override;
 
  private:
   Store& store_;

@@ -106,6 +106,11 @@ CREATE TABLE IF NOT EXISTS anomalies(
   proto BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS anomalies_by_end ON anomalies(end_us);
+CREATE TABLE IF NOT EXISTS playbook_runs(
+  id INTEGER PRIMARY KEY,
+  started_us INTEGER NOT NULL,
+  proto BLOB NOT NULL
+);
 )sql";
 
 absl::Status SqlError(sqlite3* db, std::string_view what) {
@@ -710,6 +715,34 @@ absl::StatusOr<v1::Job> Store::GetJob(const std::string& id) {
   for (v1::Job& job : *jobs)
     if (job.id() == id) return std::move(job);
   return absl::NotFoundError(StrCat("no job ", id, " in the registry"));
+}
+
+absl::StatusOr<uint64_t> Store::RecordPlaybookRun(v1::PlaybookRun run) {
+  std::lock_guard lock(jobs_mu_);
+  Statement next(jobs_db_, "SELECT coalesce(max(id), 0) + 1 FROM playbook_runs");
+  if (sqlite3_step(next.get()) != SQLITE_ROW) return SqlError(jobs_db_, "playbook run id");
+  run.set_id(FromDb(sqlite3_column_int64(next.get(), 0)));
+  Statement put(jobs_db_, "INSERT INTO playbook_runs VALUES(?1, ?2, ?3)");
+  const std::string blob = run.SerializeAsString();
+  sqlite3_bind_int64(put.get(), 1, ToDb(run.id()));
+  sqlite3_bind_int64(put.get(), 2, run.started_us());
+  sqlite3_bind_blob(put.get(), 3, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+  if (sqlite3_step(put.get()) != SQLITE_DONE) return SqlError(jobs_db_, "record playbook run");
+  return run.id();
+}
+
+absl::StatusOr<std::vector<v1::PlaybookRun>> Store::ListPlaybookRuns(uint32_t limit) {
+  std::lock_guard lock(reader_mu_);
+  Statement stmt(reader_, "SELECT proto FROM playbook_runs ORDER BY id DESC LIMIT ?1");
+  if (!stmt.ok()) return SqlError(reader_, "list playbook runs");
+  sqlite3_bind_int64(stmt.get(), 1, limit ? limit : 20);
+  std::vector<v1::PlaybookRun> out;
+  while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
+    v1::PlaybookRun run;
+    if (run.ParseFromArray(sqlite3_column_blob(stmt.get(), 0), sqlite3_column_bytes(stmt.get(), 0)))
+      out.push_back(std::move(run));
+  }
+  return out;
 }
 
 }  // namespace rocefab::collector

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "rocefab/v1/diagnosis.pb.h"
+#include "rocefab/v1/playbook.pb.h"
 #include "rocefab/v1/query.pb.h"
 #include "rocefab/v1/telemetry.pb.h"
 
@@ -87,6 +88,9 @@ class Store final {
   // The registered job running on `host` at `at_us`, or "".
   absl::StatusOr<std::string> RunningJobOnHost(const std::string& host, int64_t at_us);
   absl::StatusOr<v1::Job> GetJob(const std::string& id);
+  // The playbook audit log; any thread.
+  absl::StatusOr<uint64_t> RecordPlaybookRun(v1::PlaybookRun run);
+  absl::StatusOr<std::vector<v1::PlaybookRun>> ListPlaybookRuns(uint32_t limit);
 
   // Reads; any thread.
   absl::StatusOr<std::vector<v1::AgentInfo>> ListAgents();

@@ -1,0 +1,177 @@
+#include "cli/playbook_commands.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "cli/playbook_engine.h"
+#include "cli/table.h"
+#include "common/clock.h"
+#include "common/grpc_util.h"
+#include "common/strings.h"
+#include "common/topology.h"
+#include "rocefab/v1/control.grpc.pb.h"
+#include "rocefab/v1/query.grpc.pb.h"
+
+namespace rocefab::cli {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& s, const std::string& who) {
+  return s.ok() ? absl::OkStatus() : absl::UnavailableError(StrCat(who, ": ", s.error_message()));
+}
+
+// The fabric as the collector and the controller show it.
+class GrpcEnv final : public PlaybookEnv {
+ public:
+  GrpcEnv(const GlobalOptions& g, const ControlOptions& c, std::string topology_path, std::string who)
+      : g_(g), c_(c), topology_path_(std::move(topology_path)), who_(std::move(who)) {}
+
+  absl::Status Connect() {
+    auto query = ConnectCollector(g_);
+    if (!query.ok()) return query.status();
+    query_ = std::move(*query);
+    auto channel = MakeChannel(c_.controller, {});
+    if (!channel.ok()) return channel.status();
+    controller_ = v1::Controller::NewStub(*channel);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<v1::Anomaly>> ActiveAnomalies() override {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, g_);
+    v1::ListAnomaliesRequest req;
+    req.set_active_only(true);
+    v1::ListAnomaliesResponse resp;
+    if (auto s = FromGrpc(query_->ListAnomalies(&ctx, req, &resp), "collector"); !s.ok()) return s;
+    return std::vector<v1::Anomaly>(resp.anomalies().begin(), resp.anomalies().end());
+  }
+  absl::StatusOr<v1::DiagnoseJobResponse> Diagnose(const std::string& job, int64_t window_us) override {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, g_);
+    v1::DiagnoseJobRequest req;
+    req.set_job(job);
+    req.set_window_us(window_us);
+    v1::DiagnoseJobResponse resp;
+    if (auto s = FromGrpc(query_->DiagnoseJob(&ctx, req, &resp), "collector"); !s.ok()) return s;
+    return resp;
+  }
+  absl::StatusOr<v1::DrainResponse> Drain(const std::string& port, const std::string& reason) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+    v1::DrainRequest req;
+    req.set_kind("link");
+    req.set_name(port);
+    req.set_reason(reason);
+    req.set_who(who_);
+    v1::DrainResponse resp;
+    if (auto s = FromGrpc(controller_->Drain(&ctx, req, &resp), "controller"); !s.ok()) return s;
+    return resp;
+  }
+  absl::StatusOr<uint64_t> Silence(const std::string& entity, int64_t until_us, const std::string& comment) override {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, g_);
+    v1::SilenceRequest req;
+    req.mutable_silence()->set_entity(entity);
+    req.mutable_silence()->set_ends_at_us(until_us);
+    req.mutable_silence()->set_comment(comment);
+    req.mutable_silence()->set_created_by(who_);
+    v1::SilenceResponse resp;
+    if (auto s = FromGrpc(query_->Silence(&ctx, req, &resp), "collector"); !s.ok()) return s;
+    return resp.silence().id();
+  }
+  absl::StatusOr<bool> IsFabricLink(const std::string& port) override {
+    if (!topology_) {
+      auto loaded = Topology::Load(topology_path_);
+      if (!loaded.ok())
+        return absl::FailedPreconditionError(StrCat("the topology is needed (--topology): ", loaded.status().message()));
+      topology_ = *loaded;
+    }
+    const int link = topology_->LinkOfPort(port);
+    if (link < 0) return absl::NotFoundError(StrCat(port, " is not a port of the topology"));
+    auto is_switch = [&](const std::string& p) {
+      return topology_->FindSwitch(p.substr(0, p.find('/'))) != nullptr;
+    };
+    return is_switch(port) && is_switch(topology_->PeerOf(link, port));
+  }
+  int64_t NowUs() override { return SystemClock::Instance().NowUs(); }
+  void Pause(int64_t us) override { std::this_thread::sleep_for(std::chrono::microseconds(us)); }
+  v1::Query::Stub& query() { return *query_; }
+
+ private:
+  const GlobalOptions& g_;
+  const ControlOptions& c_;
+  std::string topology_path_, who_;
+  std::unique_ptr<v1::Query::Stub> query_;
+  std::unique_ptr<v1::Controller::Stub> controller_;
+  std::shared_ptr<const Topology> topology_;
+};
+
+std::string Who() {
+  const char* user = std::getenv("USER");
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  return StrCat(user ? user : "unknown", "@", host);
+}
+
+}  // namespace
+
+int RunPlaybookRun(const GlobalOptions& g, const ControlOptions& c, const PlaybookOptions& o, std::ostream& out,
+                   std::ostream& err) {
+  if (o.target.empty()) {
+    err << "rocefab: playbook run needs --target (e.g. z1-rtsw03/Ethernet44)\n";
+    return 2;
+  }
+  std::string path = o.name;
+  if (!path.ends_with(".yaml")) path = StrCat(o.dir, "/", o.name, ".yaml");
+  auto pb = LoadPlaybook(path);
+  if (!pb.ok()) {
+    err << "rocefab: " << pb.status().message() << "\n";
+    return 2;
+  }
+  GrpcEnv env(g, c, o.topology, Who());
+  if (auto s = env.Connect(); !s.ok()) {
+    err << "rocefab: " << s.message() << "\n";
+    return 2;
+  }
+  v1::PlaybookRun run = RunPlaybook(*pb, o.target, o.dry_run, env);
+  run.set_who(Who());
+  // Every run is audited, refused and dry ones too.
+  v1::RecordPlaybookRunRequest req;
+  *req.mutable_run() = run;
+  v1::RecordPlaybookRunResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, g);
+  const grpc::Status recorded = env.query().RecordPlaybookRun(&ctx, req, &resp);
+  out << "playbook " << run.playbook() << " on " << run.target() << (run.dry_run() ? " (dry run)" : "") << "\n";
+  for (const auto& line : run.log()) out << "  " << line << "\n";
+  out << "result: " << run.result();
+  if (recorded.ok()) out << " (audit record " << resp.id() << ": rocefab playbook runs)\n";
+  else out << "\n";
+  if (!recorded.ok()) err << "rocefab: the run could not be recorded in the collector's audit log: "
+                          << recorded.error_message() << "\n";
+  if (run.result() == "succeeded" || run.result() == "dry_run") return recorded.ok() ? 0 : 1;
+  return 1;
+}
+
+int RunPlaybookRuns(const GlobalOptions& g, const PlaybookOptions& o, std::ostream& out, std::ostream& err) {
+  v1::ListPlaybookRunsRequest req;
+  req.set_limit(o.limit);
+  v1::ListPlaybookRunsResponse resp;
+  if (int code = WithCollector(g, err, [&](auto& stub, auto* ctx) { return stub.ListPlaybookRuns(ctx, req, &resp); });
+      code != 0)
+    return code;
+  const int64_t now = SystemClock::Instance().NowUs();
+  Table t({"ID", "PLAYBOOK", "TARGET", "WHEN", "WHO", "RESULT", "CHANGES"});
+  for (const auto& r : resp.runs()) {
+    std::string changes;
+    for (const auto& ch : r.changes()) StrAppend(&changes, changes.empty() ? "" : "; ", ch);
+    t.AddRow({StrCat(r.id()), r.playbook(), r.target(), Ago(now, r.started_us()), r.who(),
+              r.dry_run() ? "dry_run" : r.result(), changes.empty() ? "-" : changes});
+  }
+  if (t.rows() == 0) out << "no playbook runs\n";
+  else t.Print(out);
+  return 0;
+}
+
+}  // namespace rocefab::cli

@@ -1,0 +1,124 @@
+#include "cli/playbook_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "common/config_loader.h"
+#include "tests/support/test_support.h"
+
+namespace rocefab::cli {
+namespace {
+
+// A fabric in memory: one flapping uplink whose job recovers once drained.
+class FakeEnv final : public PlaybookEnv {
+ public:
+  absl::StatusOr<std::vector<v1::Anomaly>> ActiveAnomalies() override {
+    std::vector<v1::Anomaly> out;
+    if (flapping) {
+      v1::Anomaly a;
+      a.set_id(3);
+      a.set_kind("link_flap");
+      a.set_entity("z1-rtsw03/Ethernet44");
+      a.add_jobs("4711");
+      out.push_back(a);
+    }
+    return out;
+  }
+  absl::StatusOr<v1::DiagnoseJobResponse> Diagnose(const std::string& job, int64_t) override {
+    v1::DiagnoseJobResponse d;
+    // The job recovers a few polls after the drain.
+    d.set_state(drained && ++polls_after_drain >= 3 ? "healthy" : "degraded");
+    return d;
+  }
+  absl::StatusOr<v1::DrainResponse> Drain(const std::string& port, const std::string& reason) override {
+    v1::DrainResponse r;
+    if (!capacity) {
+      r.set_error("rack z1-rtsw03 would keep 1 of 4 uplinks, below the policy's minimum");
+      return r;
+    }
+    drained = true;
+    last_reason = reason;
+    r.set_ok(true);
+    r.set_generation(7);
+    return r;
+  }
+  absl::StatusOr<uint64_t> Silence(const std::string&, int64_t, const std::string&) override { return ++silences; }
+  absl::StatusOr<bool> IsFabricLink(const std::string& port) override { return port.find("rtsw") != std::string::npos; }
+  int64_t NowUs() override { return now; }
+  void Pause(int64_t us) override { now += us; }
+
+  bool flapping = true, capacity = true, drained = false;
+  int polls_after_drain = 0;
+  uint64_t silences = 0;
+  int64_t now = 1'800'000'000'000'000;
+  std::string last_reason;
+};
+
+v1::Playbook Shipped() {
+  auto pb = LoadPlaybook(std::string(ROCEFAB_SOURCE_DIR) + "/playbooks/auto/drain_flapping_link.yaml");
+  EXPECT_TRUE(pb.ok()) << pb.status();
+  return pb.ok() ? *pb : v1::Playbook();
+}
+
+TEST(PlaybookEngine, DrainsAConfirmedFlappingFabricLinkAndWaitsForTheJobs) {
+  FakeEnv env;
+  const v1::PlaybookRun run = RunPlaybook(Shipped(), "z1-rtsw03/Ethernet44", false, env);
+  EXPECT_EQ(run.result(), "succeeded");
+  EXPECT_TRUE(env.drained);
+  EXPECT_NE(env.last_reason.find("playbook drain_flapping_link"), std::string::npos);
+  ASSERT_EQ(run.changes_size(), 2);
+  EXPECT_EQ(run.changes(0), "drained link z1-rtsw03/Ethernet44 (desired generation 7)");
+  EXPECT_NE(run.log(run.log_size() - 1).find("rocefab undrain link z1-rtsw03/Ethernet44"), std::string::npos);
+  EXPECT_GT(run.ended_us(), run.started_us()) << "it polled the job until healthy";
+}
+
+TEST(PlaybookEngine, RefusesWithoutTheAnomalyOrOnAHostPortAndChangesNothing) {
+  FakeEnv env;
+  env.flapping = false;
+  EXPECT_EQ(RunPlaybook(Shipped(), "z1-rtsw03/Ethernet44", false, env).result(), "refused");
+  FakeEnv host;
+  EXPECT_EQ(RunPlaybook(Shipped(), "z1-r03-h1/mlx5_3", false, host).result(), "refused");
+  EXPECT_FALSE(env.drained || host.drained);
+  EXPECT_EQ(env.silences + host.silences, 0u);
+}
+
+TEST(PlaybookEngine, DryRunDescribesAndAFailedDrainStopsTheRun) {
+  FakeEnv dry;
+  const auto run = RunPlaybook(Shipped(), "z1-rtsw03/Ethernet44", true, dry);
+  EXPECT_EQ(run.result(), "dry_run");
+  EXPECT_FALSE(dry.drained);
+  EXPECT_EQ(run.changes_size(), 0);
+  FakeEnv full;
+  full.capacity = false;
+  const auto refused = RunPlaybook(Shipped(), "z1-rtsw03/Ethernet44", false, full);
+  EXPECT_EQ(refused.result(), "failed");
+  EXPECT_EQ(full.silences, 0u) << "steps after the failed drain do not run";
+  EXPECT_NE(refused.log(refused.log_size() - 1).find("below the policy's minimum"), std::string::npos);
+}
+
+TEST(PlaybookEngine, VerificationThatNeverHoldsFailsAfterItsTimeout) {
+  FakeEnv env;
+  v1::Playbook pb = Shipped();
+  env.polls_after_drain = -1'000'000;  // never healthy
+  const auto run = RunPlaybook(pb, "z1-rtsw03/Ethernet44", false, env);
+  EXPECT_EQ(run.result(), "failed");
+  EXPECT_TRUE(env.drained) << "what was changed stays, and is listed";
+  EXPECT_EQ(run.changes_size(), 2);
+}
+
+TEST(PlaybookLoad, NamesEveryProblem) {
+  testing::TempDir dir;
+  const std::string path = dir / "bad.yaml";
+  std::ofstream(path) << "name: x\nsteps:\n  - {action: reboot_switch}\n  - {check: fabric_link}\n"
+                         "preconditions:\n  - {check: anomaly_active}\n";
+  auto pb = LoadPlaybook(path);
+  ASSERT_FALSE(pb.ok());
+  const std::string m(pb.status().message());
+  EXPECT_NE(m.find("reboot_switch"), std::string::npos) << m;
+  EXPECT_NE(m.find("steps[1]"), std::string::npos) << m;
+  EXPECT_NE(m.find("needs kind"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace rocefab::cli
