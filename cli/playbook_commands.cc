@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "cli/playbook_engine.h"
+#include "common/playbook_engine.h"
 #include "cli/table.h"
 #include "common/clock.h"
 #include "common/grpc_util.h"

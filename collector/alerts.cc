@@ -386,6 +386,9 @@ void Alerter::Evaluate(const std::vector<v1::Anomaly>& active, const FabricConte
   }
   Notify(changed, true, now_us);
   Notify(resend, false, now_us);
+  if (on_firing_)
+    for (const v1::Alert& a : changed)
+      if (a.status() == "firing" && a.silenced_by() == 0) on_firing_(a);
   metrics_.alerts_firing.Set(static_cast<double>(firing_.size()));
 }
 

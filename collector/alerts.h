@@ -22,6 +22,7 @@
 #include <sqlite3.h>
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -65,6 +66,9 @@ class Alerter final {
   void Start();
   void Stop();
 
+  // Called (on the evaluating thread) for each alert that starts firing.
+  void SetOnFiring(std::function<void(const v1::Alert&)> on_firing) { on_firing_ = std::move(on_firing); }
+
   // Reconciles alerts with the open anomalies; enqueues notifications.
   void Evaluate(const std::vector<v1::Anomaly>& active, const FabricContext& context,
                 const std::set<std::string>& drained, int64_t now_us);
@@ -96,6 +100,7 @@ class Alerter final {
   std::condition_variable cv_;
   bool stopping_ = false;
   std::thread sender_;
+  std::function<void(const v1::Alert&)> on_firing_;
 };
 
 }  // namespace rocefab::collector

@@ -35,6 +35,8 @@ class FabricContextSource final {
   FabricContext Get();
   std::set<std::string> Drained();
   const std::shared_ptr<const Topology>& topology() const { return topology_; }
+  const std::string& controller() const { return controller_; }
+  const v1::TlsSettings& tls() const { return tls_; }
 
  private:
   void PollController();

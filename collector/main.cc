@@ -15,6 +15,7 @@
 #include "collector/ingester.h"
 #include "collector/latest_values.h"
 #include "collector/query_service.h"
+#include "collector/remediation.h"
 #include "collector/store.h"
 #include "collector/telemetry_service.h"
 #include "common/daemon_setup.h"
@@ -44,7 +45,13 @@ int main(int argc, char** argv) {
   app.add_option("--retention", retention_text, "how long samples are kept, e.g. 7d, 12h")
       ->capture_default_str();
   std::string topology_path, controller;
-  std::vector<std::string> alertmanagers, webhooks;
+  std::vector<std::string> alertmanagers, webhooks, auto_playbooks;
+  std::string playbooks_dir;
+  app.add_option("--auto-playbook", auto_playbooks,
+                 "PLAYBOOK:KIND: run this playbook by itself when an alert of KIND fires, e.g. "
+                 "drain_flapping_link:link_flap (repeatable; at most 2 runs an hour, 30 min per target)");
+  app.add_option("--playbooks-dir", playbooks_dir, "where machine-run playbooks are (default "
+                                                   "/usr/share/rocefab/playbooks/auto)");
   app.add_option("--alertmanager", alertmanagers, "Alertmanager base URL to push alerts to (repeatable)");
   app.add_option("--webhook", webhooks, "URL to POST Alertmanager-webhook (v4) JSON to (repeatable)");
   uint32_t metrics_top_k = 20;
@@ -79,6 +86,19 @@ int main(int argc, char** argv) {
   if (app.count("--controller")) config.set_controller(controller);
   for (const auto& url : alertmanagers) config.mutable_alerting()->add_alertmanager_urls(url);
   for (const auto& url : webhooks) config.mutable_alerting()->add_webhook_urls(url);
+  if (!playbooks_dir.empty()) config.mutable_remediation()->set_playbooks_dir(playbooks_dir);
+  for (const std::string& spec : auto_playbooks) {
+    const size_t colon = spec.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size())
+      return UsageError(kProgram, absl::InvalidArgumentError(
+                                      StrCat("--auto-playbook ", spec, ": expected PLAYBOOK:KIND, e.g. "
+                                             "drain_flapping_link:link_flap")));
+    auto* rule = config.mutable_remediation()->add_auto_run();
+    rule->set_playbook(spec.substr(0, colon));
+    rule->set_on_kind(spec.substr(colon + 1));
+  }
+  auto auto_rules = collector::LoadAutoRunRules(config.remediation());
+  if (!auto_rules.ok()) return UsageError(kProgram, auto_rules.status());
   auto alert_options = collector::ResolveAlertOptions(config.alerting());
   if (!alert_options.ok()) return UsageError(kProgram, alert_options.status());
   auto detector_settings = collector::ResolveDetectorSettings(config.detectors());
@@ -143,6 +163,8 @@ int main(int argc, char** argv) {
   collector::AgentRegistry agents(metrics);
   collector::TelemetryService telemetry(ingester, agents, metrics);
   collector::QueryService query(**store, agents, clock, &context, alerter->get());
+  collector::AutoRemediator remediator(*auto_rules, **store, query, **alerter, context, clock);
+  (*alerter)->SetOnFiring([&remediator](const v1::Alert& a) { remediator.OnFiring(a); });
 
   auto metrics_server = MetricsServer::Start(config.metrics_listen());
   if (!metrics_server.ok()) {
@@ -155,6 +177,7 @@ int main(int argc, char** argv) {
 
   context.Start();
   (*alerter)->Start();
+  remediator.Start();
   ingester.Start();
   auto server = StartGrpcServer(config.listen(), config.tls(), {&telemetry, &query});
   if (!server.ok()) {
@@ -185,6 +208,7 @@ int main(int argc, char** argv) {
   systemd::NotifyStopping();
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   ingester.Stop();
+  remediator.Stop();
   context.Stop();
   (*alerter)->Stop();
   server->server->Wait();

@@ -572,6 +572,18 @@ void FabricModel::ApplyFaults() {
     }
     if (was_up[p] != ports_[p].up) routes_dirty_ = true;
   }
+  // Connections with a QP on a path that just died stall for the QP timeout.
+  for (const Flow& f : flows_) {
+    for (int ch : f.path) {
+      const int a = channels_[ch].from, b = channels_[ch].to;
+      if ((was_up[a] && !ports_[a].up) || (was_up[b] && !ports_[b].up)) {
+        std::vector<double>& until = jobs_[f.job].conn_stall_until;
+        if (until.size() < jobs_[f.job].conns.size()) until.resize(jobs_[f.job].conns.size(), 0);
+        until[f.conn] = std::max(until[f.conn], now_s_ + k_.qp_timeout_s);
+        break;
+      }
+    }
+  }
   for (size_t i = 0; i < channels_.size(); ++i) {
     Channel& ch = channels_[i];
     ch.up = ports_[ch.from].up && ports_[ch.to].up;
@@ -590,6 +602,8 @@ void FabricModel::ComputeRates() {
     if (routable)
       for (int ch : f.path)
         if (!channels_[ch].up) f.demand = 0;
+    const std::vector<double>& stalled = jobs_[f.job].conn_stall_until;
+    if (static_cast<size_t>(f.conn) < stalled.size() && now_s_ < stalled[f.conn]) f.demand = 0;
   }
   std::vector<double> paused(channels_.size(), 0), next(channels_.size(), 0), share(channels_.size(), 1);
   for (size_t i = 0; i < channels_.size(); ++i) paused[i] = channels_[i].stuck ? channels_[i].storm_fraction : 0;

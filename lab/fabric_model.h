@@ -38,6 +38,11 @@ struct ModelConstants {
   double step_latency_s = 10e-6;        // per ring step
   double cnp_interval_s = 50e-6;        // at most one CNP per QP per interval
   double pfcwd_detect_s = 0.2;          // PFC watchdog detection time
+  // A QP whose path dies under it loses what was in flight and recovers only
+  // after its retransmission timeout (local ACK timeout x retries, then
+  // go-back-N on the new path): the cost of every unplanned link loss. A
+  // drain moves traffic before the link goes, and costs nothing.
+  double qp_timeout_s = 1.0;
 };
 
 // Cumulative counters of one port, in vocabulary units (bytes are bytes).
@@ -168,6 +173,7 @@ class FabricModel final {
     double progress = 0;                      // fractional collectives
     uint64_t seq = 0;
     int straggler_rank = -1;
+    std::vector<double> conn_stall_until;  // per connection: QPs waiting out a timeout
     double straggler_delay_s = 0;
   };
   struct SwitchState {

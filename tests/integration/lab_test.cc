@@ -250,3 +250,56 @@ TEST(Lab, ShortenedSuiteFindsEveryFaultFirstAndNothingElse) {
 
 }  // namespace
 }  // namespace rocefab
+
+namespace rocefab {
+namespace {
+
+// Automatic remediation: the collector, with drain_flapping_link opted in
+// for link_flap alerts, drains a flapping fabric link through the real
+// controller; the job, which stalled on every flap before, stops stalling
+// and keeps its bus bandwidth while the link goes on flapping.
+TEST(Lab, FlappingFabricLinkIsDrainedAutomaticallyAndTheJobRecovers) {
+  testing::TempDir dir;
+  const std::string run_dir = dir / "run";
+  const std::string source = ROCEFAB_SOURCE_DIR;
+  std::string out, err;
+  ASSERT_EQ(testing::RunCommand({testing::BinDir() + "/rocefab-lab", "run", source + "/lab/scenarios/link_flap_autodrain.yaml",
+                                 "--run-dir", run_dir, "--timeline-every", "1",
+                                 "--collector-arg=--auto-playbook", "--collector-arg=drain_flapping_link:link_flap",
+                                 "--collector-arg=--playbooks-dir", "--collector-arg=" + source + "/playbooks/auto",
+                                 "--show", "playbook runs"},
+                                &out, &err),
+            0)
+      << out << err;
+  // When the drained config reached the switches.
+  const size_t config = out.find("CONFIG 2 switch(es) now route by applied config (generation 2");
+  ASSERT_NE(config, std::string::npos) << "no drain was applied:\n" << out;
+  const double drained_at = std::stod(out.substr(out.rfind("t=", config) + 2));
+  EXPECT_GT(drained_at, 20.0);
+  EXPECT_LT(drained_at, 35.0) << "two flaps confirm it; the drain follows within seconds";
+  EXPECT_NE(out.find("succeeded  drained link z1-rtsw07/Ethernet72"), std::string::npos) << out;
+
+  int stalls_before = 0, stalls_after = 0, n_base = 0, n_after = 0;
+  double base = 0, after = 0;
+  std::istringstream lines(testing::ReadFile(run_dir + "/timeline.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line);
+    const double t = j["t"];
+    const bool stalled = j["jobs"][0]["stalled"];
+    const double busbw = j["jobs"][0]["busbw_gbs"];
+    if (t > 5 && t < 19) base += busbw, ++n_base;
+    if (t > 20 && t <= drained_at) stalls_before += stalled;
+    if (t > drained_at + 1 && t < 50) stalls_after += stalled, after += busbw, ++n_after;
+  }
+  ASSERT_GT(n_base, 0);
+  ASSERT_GT(n_after, 0);
+  EXPECT_GE(stalls_before, 1) << "each flap stalls the job until the drain";
+  EXPECT_EQ(stalls_after, 0) << "the drained link's flaps no longer touch the job";
+  EXPECT_GE(after / n_after, 0.95 * base / n_base);
+  std::cout << "drained at t=" << drained_at << " s; stalled ticks before " << stalls_before << ", after "
+            << stalls_after << "; busbw " << base / n_base << " GB/s before the fault, " << after / n_after
+            << " GB/s after the drain\n";
+}
+
+}  // namespace
+}  // namespace rocefab

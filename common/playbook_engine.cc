@@ -1,4 +1,4 @@
-#include "cli/playbook_engine.h"
+#include "common/playbook_engine.h"
 
 #include <algorithm>
 #include <set>
@@ -8,7 +8,7 @@
 #include "common/duration.h"
 #include "common/strings.h"
 
-namespace rocefab::cli {
+namespace rocefab {
 namespace {
 
 const std::set<std::string> kChecks = {"anomaly_active", "fabric_link", "jobs_healthy"};
@@ -183,4 +183,4 @@ v1::PlaybookRun RunPlaybook(const v1::Playbook& pb, const std::string& target, b
   return finish(dry_run ? "dry_run" : "succeeded");
 }
 
-}  // namespace rocefab::cli
+}  // namespace rocefab

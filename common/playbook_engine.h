@@ -17,7 +17,7 @@
 #include "rocefab/v1/diagnosis.pb.h"
 #include "rocefab/v1/playbook.pb.h"
 
-namespace rocefab::cli {
+namespace rocefab {
 
 class PlaybookEnv {
  public:
@@ -41,4 +41,4 @@ absl::StatusOr<v1::Playbook> LoadPlaybook(const std::string& path);
 v1::PlaybookRun RunPlaybook(const v1::Playbook& playbook, const std::string& target, bool dry_run,
                             PlaybookEnv& env);
 
-}  // namespace rocefab::cli
+}  // namespace rocefab

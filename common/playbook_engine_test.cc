@@ -1,4 +1,4 @@
-#include "cli/playbook_engine.h"
+#include "common/playbook_engine.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include "common/config_loader.h"
 #include "tests/support/test_support.h"
 
-namespace rocefab::cli {
+namespace rocefab {
 namespace {
 
 // A fabric in memory: one flapping uplink whose job recovers once drained.
@@ -121,4 +121,4 @@ TEST(PlaybookLoad, NamesEveryProblem) {
 }
 
 }  // namespace
-}  // namespace rocefab::cli
+}  // namespace rocefab

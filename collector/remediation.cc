@@ -1,0 +1,186 @@
+#include "collector/remediation.h"
+
+#include "common/daemon_setup.h"
+#include "common/grpc_util.h"
+#include "common/log.h"
+#include "common/strings.h"
+#include "rocefab/v1/control.grpc.pb.h"
+
+namespace rocefab::collector {
+namespace {
+
+constexpr char kLog[] = "remediation";
+
+// The fabric as the collector itself sees it: its own queries, alerter and
+// topology, and the controller it polls.
+class CollectorEnv final : public PlaybookEnv {
+ public:
+  CollectorEnv(QueryService& query, Alerter& alerter, FabricContextSource& context, const Clock& clock,
+               std::mutex& mu, std::condition_variable& cv, const bool& stopping)
+      : query_(query), alerter_(alerter), context_(context), clock_(clock), mu_(mu), cv_(cv), stopping_(stopping) {}
+
+  absl::StatusOr<std::vector<v1::Anomaly>> ActiveAnomalies() override {
+    grpc::ServerContext ctx;
+    v1::ListAnomaliesRequest req;
+    req.set_active_only(true);
+    v1::ListAnomaliesResponse resp;
+    const grpc::Status s = query_.ListAnomalies(&ctx, &req, &resp);
+    if (!s.ok()) return absl::UnavailableError(s.error_message());
+    return std::vector<v1::Anomaly>(resp.anomalies().begin(), resp.anomalies().end());
+  }
+  absl::StatusOr<v1::DiagnoseJobResponse> Diagnose(const std::string& job, int64_t window_us) override {
+    grpc::ServerContext ctx;
+    v1::DiagnoseJobRequest req;
+    req.set_job(job);
+    req.set_window_us(window_us);
+    v1::DiagnoseJobResponse resp;
+    const grpc::Status s = query_.DiagnoseJob(&ctx, &req, &resp);
+    if (!s.ok()) return absl::UnavailableError(s.error_message());
+    return resp;
+  }
+  absl::StatusOr<v1::DrainResponse> Drain(const std::string& port, const std::string& reason) override {
+    if (context_.controller().empty()) return absl::FailedPreconditionError("no controller configured");
+    auto channel = MakeChannel(context_.controller(), context_.tls());
+    if (!channel.ok()) return channel.status();
+    auto stub = v1::Controller::NewStub(*channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+    v1::DrainRequest req;
+    req.set_kind("link");
+    req.set_name(port);
+    req.set_reason(reason);
+    req.set_who("rocefab-collectord (automatic remediation)");
+    v1::DrainResponse resp;
+    const grpc::Status s = stub->Drain(&ctx, req, &resp);
+    if (!s.ok()) return absl::UnavailableError(StrCat("controller: ", s.error_message()));
+    return resp;
+  }
+  absl::StatusOr<uint64_t> Silence(const std::string& entity, int64_t until_us, const std::string& comment) override {
+    v1::Silence s;
+    s.set_entity(entity);
+    s.set_ends_at_us(until_us);
+    s.set_comment(comment);
+    s.set_created_by("rocefab-collectord (automatic remediation)");
+    auto added = alerter_.AddSilence(s);
+    if (!added.ok()) return added.status();
+    return added->silence().id();
+  }
+  absl::StatusOr<bool> IsFabricLink(const std::string& port) override {
+    const Topology* topo = context_.topology().get();
+    if (topo == nullptr) return absl::FailedPreconditionError("the collector has no topology (topology:)");
+    const int link = topo->LinkOfPort(port);
+    if (link < 0) return absl::NotFoundError(StrCat(port, " is not a port of the topology"));
+    auto is_switch = [&](const std::string& p) { return topo->FindSwitch(p.substr(0, p.find('/'))) != nullptr; };
+    return is_switch(port) && is_switch(topo->PeerOf(link, port));
+  }
+  int64_t NowUs() override { return clock_.NowUs(); }
+  void Pause(int64_t us) override {
+    // Between two polls of a verification; a stop cuts it short.
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::microseconds(us), [this] { return stopping_; });
+  }
+
+ private:
+  QueryService& query_;
+  Alerter& alerter_;
+  FabricContextSource& context_;
+  const Clock& clock_;
+  std::mutex& mu_;
+  std::condition_variable& cv_;
+  const bool& stopping_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<AutoRunRule>> LoadAutoRunRules(const v1::RemediationConfig& config) {
+  std::vector<AutoRunRule> rules;
+  std::string errors;
+  const std::string dir = config.playbooks_dir().empty() ? "/usr/share/rocefab/playbooks/auto" : config.playbooks_dir();
+  for (const v1::AutoRun& a : config.auto_run()) {
+    if (a.playbook().empty() || a.on_kind().empty()) {
+      StrAppend(&errors, "remediation.auto_run: each entry needs playbook and on_kind\n");
+      continue;
+    }
+    auto pb = LoadPlaybook(StrCat(dir, "/", a.playbook(), ".yaml"));
+    if (!pb.ok()) {
+      StrAppend(&errors, pb.status().message(), "\n");
+      continue;
+    }
+    AutoRunRule rule;
+    rule.playbook = *pb;
+    rule.on_kind = a.on_kind();
+    if (a.max_runs_per_hour()) rule.max_runs_per_hour = a.max_runs_per_hour();
+    if (a.has_cooldown()) rule.cooldown_us = DurationToUs(a.cooldown());
+    rules.push_back(std::move(rule));
+  }
+  if (!errors.empty()) {
+    errors.pop_back();
+    return absl::InvalidArgumentError(errors);
+  }
+  return rules;
+}
+
+AutoRemediator::AutoRemediator(std::vector<AutoRunRule> rules, Store& store, QueryService& query, Alerter& alerter,
+                               FabricContextSource& context, const Clock& clock)
+    : rules_(std::move(rules)), store_(store), query_(query), alerter_(alerter), context_(context), clock_(clock) {}
+
+AutoRemediator::~AutoRemediator() { Stop(); }
+
+void AutoRemediator::Start() {
+  if (!rules_.empty()) worker_ = std::thread([this] { Loop(); });
+}
+
+void AutoRemediator::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void AutoRemediator::OnFiring(const v1::Alert& alert) {
+  auto kind = alert.labels().find("kind");
+  auto entity = alert.labels().find("entity");
+  if (kind == alert.labels().end() || entity == alert.labels().end()) return;
+  const int64_t now = clock_.NowUs();
+  std::lock_guard lock(mu_);
+  for (const AutoRunRule& rule : rules_) {
+    if (rule.on_kind != kind->second) continue;
+    const std::string key = StrCat(rule.playbook.name(), "|", entity->second);
+    if (auto last = target_last_.find(key); last != target_last_.end() && now - last->second < rule.cooldown_us) continue;
+    std::deque<int64_t>& runs = runs_[rule.playbook.name()];
+    while (!runs.empty() && now - runs.front() > 3600LL * 1'000'000) runs.pop_front();
+    if (runs.size() >= rule.max_runs_per_hour) {
+      LOG_WARN(kLog, "not running ", rule.playbook.name(), " on ", entity->second, ": ", runs.size(),
+               " runs in the last hour (max_runs_per_hour)");
+      continue;
+    }
+    runs.push_back(now);
+    target_last_[key] = now;
+    queue_.push_back({&rule, entity->second, alert.fingerprint()});
+    cv_.notify_all();
+  }
+}
+
+void AutoRemediator::Loop() {
+  CollectorEnv env(query_, alerter_, context_, clock_, mu_, cv_, stopping_);
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (stopping_) break;
+    Job job = queue_.front();
+    queue_.pop_front();
+    lock.unlock();
+    LOG_INFO(kLog, "running playbook ", job.rule->playbook.name(), " on ", job.target, " (alert ", job.fingerprint, ")");
+    v1::PlaybookRun run = RunPlaybook(job.rule->playbook, job.target, false, env);
+    run.set_who(StrCat("rocefab-collectord (automatic, alert ", job.fingerprint, ")"));
+    for (const auto& line : run.log()) LOG_INFO(kLog, job.rule->playbook.name(), ": ", line);
+    LOG_INFO(kLog, "playbook ", job.rule->playbook.name(), " on ", job.target, ": ", run.result());
+    if (auto id = store_.RecordPlaybookRun(run); !id.ok())
+      LOG_ERROR(kLog, "recording the playbook run: ", id.status().message());
+    lock.lock();
+  }
+}
+
+}  // namespace rocefab::collector
