@@ -206,7 +206,7 @@ int RunAlertList(const GlobalOptions& g, const AlertOptions& o, std::ostream& ou
     Table s({"  ID", "KIND", "ENTITY", "JOB", "ENDS", "BY", "COMMENT"});
     for (const auto& si : response.silences())
       s.AddRow({StrCat("  ", si.id()), si.kind().empty() ? "*" : si.kind(), si.entity().empty() ? "*" : si.entity(),
-                si.job().empty() ? "*" : si.job(), StrCat("in ", FormatDurationUs(si.ends_at_us() - response.now_us())),
+                si.job().empty() ? "*" : si.job(), StrCat("in ", FormatDurationUs((si.ends_at_us() - response.now_us()) / 60'000'000 * 60'000'000)),
                 si.created_by(), si.comment()});
     s.Print(out);
   }
