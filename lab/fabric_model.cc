@@ -602,8 +602,10 @@ void FabricModel::ComputeRates() {
     if (routable)
       for (int ch : f.path)
         if (!channels_[ch].up) f.demand = 0;
-    const std::vector<double>& stalled = jobs_[f.job].conn_stall_until;
-    if (static_cast<size_t>(f.conn) < stalled.size() && now_s_ < stalled[f.conn]) f.demand = 0;
+    // A ring with a connection waiting out its QP timeout cannot progress:
+    // every rank waits, and the whole job sends nothing until it recovers.
+    for (double until : jobs_[f.job].conn_stall_until)
+      if (now_s_ < until) f.demand = 0;
   }
   std::vector<double> paused(channels_.size(), 0), next(channels_.size(), 0), share(channels_.size(), 1);
   for (size_t i = 0; i < channels_.size(); ++i) paused[i] = channels_[i].stuck ? channels_[i].storm_fraction : 0;
