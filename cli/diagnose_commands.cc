@@ -24,15 +24,6 @@ std::string Json(const google::protobuf::Message& m) {
   return text;
 }
 
-std::string Utc(int64_t us) {
-  const time_t t = static_cast<time_t>(us / 1'000'000);
-  struct tm tm {};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%H:%M:%SZ", &tm);
-  return buf;
-}
-
 std::string SeverityName(v1::Severity s) {
   switch (s) {
     case v1::SEVERITY_CRITICAL: return "critical";
@@ -66,13 +57,13 @@ void PrintDiagnosis(const v1::DiagnoseJobResponse& d, int64_t now_us, int limit,
   out << "job " << d.job().id() << (d.job().name().empty() ? "" : StrCat(" (", d.job().name(), ")")) << ": "
       << d.job().ranks_size() << " ranks on " << hosts.size() << " hosts; paths cross "
       << d.footprint_ports() << " fabric ports on " << d.footprint_switches() << " switches\n";
-  out << "window " << Utc(d.window_start_us()) << " - " << Utc(d.window_end_us()) << "\n";
+  out << "window " << FormatUtcTimeOfDay(d.window_start_us()) << " - " << FormatUtcTimeOfDay(d.window_end_us()) << "\n";
   out << "verdict: " << d.verdict() << "\n";
   if (d.degraded_size() > 0) {
     out << "\ndegraded intervals:\n";
     Table t({"  START", "END", "KIND", "BUSBW / BASELINE"});
     for (const auto& i : d.degraded())
-      t.AddRow({StrCat("  ", Utc(i.start_us())), i.end_us() ? Utc(i.end_us()) : "ongoing", i.kind(),
+      t.AddRow({StrCat("  ", FormatUtcTimeOfDay(i.start_us())), i.end_us() ? FormatUtcTimeOfDay(i.end_us()) : "ongoing", i.kind(),
                 i.kind() == "job_stalled" ? "0 (nothing completes)" : Fixed(i.busbw_ratio(), 2)});
     t.Print(out);
   }

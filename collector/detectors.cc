@@ -6,6 +6,7 @@
 
 #include "common/daemon_setup.h"
 #include "common/strings.h"
+#include "common/topology.h"
 
 namespace rocefab::collector {
 namespace {
@@ -18,11 +19,6 @@ std::string SeriesKey(const v1::Sample& s) {
   if (s.has_prio()) return StrCat(s.counter(), "#", s.prio());
   if (s.has_queue()) return StrCat(s.counter(), "@", s.queue());
   return s.counter();
-}
-
-std::string DeviceOf(const std::string& entity) {
-  const size_t slash = entity.find('/');
-  return slash == std::string::npos ? entity : entity.substr(0, slash);
 }
 
 std::string Pct(double share) {
@@ -120,7 +116,7 @@ std::string CanonicalLinkEnd(const Topology* topology, const std::string& port) 
   const int link = topology->LinkOfPort(port);
   if (link < 0) return port;
   const std::string& peer = topology->PeerOf(link, port);
-  const int mine = TierOf(topology, DeviceOf(port)), theirs = TierOf(topology, DeviceOf(peer));
+  const int mine = TierOf(topology, EntityDevice(port)), theirs = TierOf(topology, EntityDevice(peer));
   if (mine != theirs) return mine < theirs ? port : peer;
   return std::min(port, peer);
 }
@@ -214,7 +210,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   for (const auto& [key, e] : entities_)
     if (Fresh(e, now_us))
       if (const Reading* r = Find(e, "rate_bytes_per_second"); r != nullptr && r->value > 0)
-        device_rates[StrCat(static_cast<char>('0' + e.scope), DeviceOf(e.entity))].push_back(r->value);
+        device_rates[StrCat(static_cast<char>('0' + e.scope), EntityDevice(e.entity))].push_back(r->value);
 
   for (auto& [key, e] : entities_) {
     if (!Fresh(e, now_us)) continue;
@@ -229,7 +225,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       port_rx[e.entity] = p.rx;
       // Any real pause received counts as a reason to relay one: pause
       // levels smear over a tree's hops within one interval.
-      if (p.rx >= s_.pause_ratio / 5) device_paused[DeviceOf(e.entity)].push_back(e.entity);
+      if (p.rx >= s_.pause_ratio / 5) device_paused[EntityDevice(e.entity)].push_back(e.entity);
 
       // Link state: down, flapping, slow, corrupting.
       const std::string link = CanonicalLinkEnd(topo, e.entity);
@@ -258,7 +254,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       if (const Reading* rate = Find(e, "rate_bytes_per_second"); rate != nullptr && rate->value > 0 && !is_down) {
         e.max_rate = std::max(e.max_rate, rate->value);
         double nominal = e.max_rate;
-        const auto& siblings = device_rates[StrCat(static_cast<char>('0' + e.scope), DeviceOf(e.entity))];
+        const auto& siblings = device_rates[StrCat(static_cast<char>('0' + e.scope), EntityDevice(e.entity))];
         if (siblings.size() >= 3) nominal = std::max(nominal, Median(siblings));
         if (rate->value < s_.degraded_speed_ratio * nominal) {
           Hit h{"link_degraded", link, v1::SEVERITY_CRITICAL, 1 - rate->value / nominal,
@@ -314,7 +310,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         const double marks = Delta(e, "queue_ecn_marked_packets" + at);
         const double drops = Delta(e, "queue_drops" + at);
         if (depth != nullptr && depth->value >= static_cast<double>(s_.deep_queue_bytes) && packets > 0)
-          device_deep[DeviceOf(e.entity)].push_back({&e, depth->value, marks, packets});
+          device_deep[EntityDevice(e.entity)].push_back({&e, depth->value, marks, packets});
         if (drops >= static_cast<double>(s_.lossless_drop_min)) {
           Hit h{"lossless_drops", e.entity, v1::SEVERITY_CRITICAL, std::min(1.0, drops / std::max(1.0, packets) * 1e3),
                 e.ts_us - static_cast<int64_t>(interval_us)};
@@ -373,7 +369,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // paused from downstream, or one of its egress queues is congested.
   std::vector<const Pause*> victims;
   for (const Pause& p : pauses) {
-    const std::string device = DeviceOf(p.e->entity);
+    const std::string device = EntityDevice(p.e->entity);
     const bool nic = p.e->scope == v1::SCOPE_NIC;
     if (p.tx < s_.pause_ratio && p.storm_events == 0) {
       victims.push_back(&p);
@@ -452,7 +448,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     const Hit* best = nullptr;
     for (const Hit& o : origins) {
       if (o.kind == "pfc_pause") continue;
-      const bool here = DeviceOf(o.entity) == device || o.entity == device;
+      const bool here = EntityDevice(o.entity) == device || o.entity == device;
       if (here) return StrCat(o.kind, "|", o.entity);
       if (best == nullptr || o.magnitude > best->magnitude) best = &o;
     }
@@ -472,7 +468,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       h.evidence.push_back(Ev(*p->e, "pfc_tx_pause_us", LosslessDelta(*p->e, "pfc_tx_pause_us"),
                               LosslessDelta(*p->e, "pfc_tx_pause_us") / interval_s,
                               StrCat("pausing its peer ", Pct(p->tx), " of the time")));
-    h.cause_key = pick_origin(DeviceOf(p->e->entity));
+    h.cause_key = pick_origin(EntityDevice(p->e->entity));
     h.summary = StrCat(p->e->entity, " is in a pause tree (", Pct(ratio), " of the time paused or pausing)",
                        h.cause_key.empty() ? "" : StrCat(", spread from ", h.cause_key.substr(h.cause_key.find('|') + 1)));
     hits->push_back(std::move(h));

@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <map>
 
+#include "common/clock.h"
 #include "common/strings.h"
+#include "common/topology.h"
 
 namespace rocefab::collector {
 namespace {
@@ -29,20 +31,6 @@ double SeverityFactor(v1::Severity s) {
     case v1::SEVERITY_WARNING: return 0.92;
     default: return 0.85;
   }
-}
-
-std::string Clock(int64_t us) {
-  const time_t t = static_cast<time_t>(us / 1'000'000);
-  struct tm tm {};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string DeviceOf(const std::string& entity) {
-  const size_t slash = entity.find('/');
-  return slash == std::string::npos ? entity : entity.substr(0, slash);
 }
 
 }  // namespace
@@ -75,7 +63,7 @@ Footprint JobFootprint(const Topology* topology, const v1::Job& job, const std::
     if (link < 0) continue;
     const std::string& peer = topology->PeerOf(link, nic);
     fp.ports.insert(peer);
-    rtsws.insert(DeviceOf(peer));
+    rtsws.insert(EntityDevice(peer));
   }
   for (const auto& h : fp.hosts)
     if (const v1::TopoHost* host = topology->FindHost(h)) zones.insert(host->zone());
@@ -87,9 +75,9 @@ Footprint JobFootprint(const Topology* topology, const v1::Job& job, const std::
       const int link = topology->LinkOfPort(full);
       if (link < 0 || drained.count(full)) continue;
       const std::string& peer = topology->PeerOf(link, full);
-      if (drained.count(peer) || role(DeviceOf(peer)) == v1::SWITCH_ROLE_UNSPECIFIED) continue;
+      if (drained.count(peer) || role(EntityDevice(peer)) == v1::SWITCH_ROLE_UNSPECIFIED) continue;
       add_link(full, link);
-      ctsws.insert(DeviceOf(peer));
+      ctsws.insert(EntityDevice(peer));
     }
   }
   for (const std::string& ctsw : ctsws) {
@@ -100,9 +88,9 @@ Footprint JobFootprint(const Topology* topology, const v1::Job& job, const std::
       const int link = topology->LinkOfPort(full);
       if (link < 0 || drained.count(full)) continue;
       const std::string& peer = topology->PeerOf(link, full);
-      if (role(DeviceOf(peer)) != v1::SWITCH_ROLE_ATSW) continue;
+      if (role(EntityDevice(peer)) != v1::SWITCH_ROLE_ATSW) continue;
       add_link(full, link);
-      fp.devices.insert(DeviceOf(peer));
+      fp.devices.insert(EntityDevice(peer));
     }
   }
   return fp;
@@ -111,7 +99,7 @@ Footprint JobFootprint(const Topology* topology, const v1::Job& job, const std::
 bool Touches(const Footprint& fp, const v1::Anomaly& a, const std::string& job_id) {
   if (!a.job().empty()) return a.job() == job_id;
   const std::string& e = a.entity();
-  const std::string device = DeviceOf(e);
+  const std::string device = EntityDevice(e);
   if (fp.hosts.count(device)) return fp.ports.count(e) > 0 || e.find("/gpu") != std::string::npos;
   if (fp.ports.count(e)) return true;
   // A whole switch, or one of its buffer pools.
@@ -224,7 +212,7 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
                            top ? StrCat("; most likely cause: ", cause) : "; no fabric cause found"));
   } else if (out.degraded_size() > 0) {
     out.set_state("degraded");
-    out.set_verdict(StrCat("DEGRADED since ", Clock(out.degraded(0).start_us()), *busbw ? StrCat(" (", busbw, ")") : "",
+    out.set_verdict(StrCat("DEGRADED since ", FormatUtcTimeOfDay(out.degraded(0).start_us()), *busbw ? StrCat(" (", busbw, ")") : "",
                            top ? StrCat("; most likely cause: ", cause)
                                : "; no fabric cause on its paths: check GPUs, hosts and software"));
   } else if (top) {

@@ -8,14 +8,10 @@
 #include <chrono>
 
 #include "common/counters.h"
+#include "common/topology.h"
 
 namespace rocefab::collector {
 namespace {
-
-std::string DeviceOf(const std::string& entity) {
-  const size_t slash = entity.find('/');
-  return slash == std::string::npos ? entity : entity.substr(0, slash);
-}
 
 std::string PortOf(const std::string& entity) {
   const size_t slash = entity.find('/');
@@ -100,7 +96,7 @@ size_t LatestValues::size() const {
 }
 
 std::pair<std::string, std::string> LatestValues::Place(int scope, const std::string& entity) const {
-  const std::string device = DeviceOf(entity);
+  const std::string device = EntityDevice(entity);
   if (topology_ != nullptr) {
     if (const v1::TopoHost* host = topology_->FindHost(device)) return {host->zone(), "nic"};
     if (const v1::TopoSwitch* sw = topology_->FindSwitch(device)) {
@@ -170,7 +166,7 @@ std::vector<prometheus::MetricFamily> LatestValues::Collect() const {
   if (!options_.all_entities) {
     for (size_t r = 0; r < runs.size(); ++r) {
       const std::string& entity = std::get<1>(runs[r].begin->first);
-      if (highlighted_.count(entity) || highlighted_.count(DeviceOf(entity))) exported[r] = true;
+      if (highlighted_.count(entity) || highlighted_.count(EntityDevice(entity))) exported[r] = true;
     }
     const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::steady_clock::now().time_since_epoch())
@@ -211,11 +207,11 @@ std::vector<prometheus::MetricFamily> LatestValues::Collect() const {
       prometheus::MetricFamily& family = families[fam->second];
       prometheus::ClientMetric metric;
       if (scope == v1::SCOPE_NIC) {
-        metric.label.push_back({"host", DeviceOf(entity)});
+        metric.label.push_back({"host", EntityDevice(entity)});
         metric.label.push_back({"device", PortOf(entity)});
         metric.label.push_back({"port", std::to_string(port)});
       } else {
-        metric.label.push_back({"switch", DeviceOf(entity)});
+        metric.label.push_back({"switch", EntityDevice(entity)});
         metric.label.push_back({"port", PortOf(entity)});
       }
       if (prio >= 0) metric.label.push_back({"prio", std::to_string(prio)});

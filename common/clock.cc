@@ -1,5 +1,7 @@
 #include "common/clock.h"
 
+#include <ctime>
+
 #include <chrono>
 
 namespace rocefab {
@@ -19,6 +21,15 @@ int64_t SystemClock::MonotonicUs() const {
 const SystemClock& SystemClock::Instance() {
   static const SystemClock clock;
   return clock;
+}
+
+std::string FormatUtcTimeOfDay(int64_t unix_us) {
+  const time_t t = static_cast<time_t>(unix_us / 1'000'000);
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace rocefab

@@ -3,6 +3,7 @@
 // tests get tests/mocks/fake_clock.h. No logic calls now() directly.
 
 #include <cstdint>
+#include <string>
 
 namespace rocefab {
 
@@ -22,5 +23,9 @@ class SystemClock final : public Clock {
   // A process-wide instance for main().
   static const SystemClock& Instance();
 };
+
+// "14:05:09Z": the UTC time of day of a Unix time in microseconds, for
+// tables and verdicts.
+std::string FormatUtcTimeOfDay(int64_t unix_us);
 
 }  // namespace rocefab

@@ -235,4 +235,9 @@ void WriteTopologyYaml(const v1::Topology& topology, std::ostream& out) {
   out << "\n";
 }
 
+std::string EntityDevice(const std::string& entity) {
+  const size_t slash = entity.find('/');
+  return slash == std::string::npos ? entity : entity.substr(0, slash);
+}
+
 }  // namespace rocefab

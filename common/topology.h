@@ -50,6 +50,10 @@ class Topology final {
   std::unordered_map<std::string, std::vector<std::string>> switch_ports_;
 };
 
+// The device of an entity name: "z1-rtsw01" of "z1-rtsw01/Ethernet8"; the
+// name itself when it has no '/'.
+std::string EntityDevice(const std::string& entity);
+
 // "dev/port" -> ("dev", "port"); false without exactly one '/'.
 bool SplitPortName(std::string_view full, std::string_view* device, std::string_view* port);
 

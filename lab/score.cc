@@ -16,16 +16,11 @@
 namespace rocefab::lab {
 namespace {
 
-std::string DeviceOf(const std::string& entity) {
-  const size_t slash = entity.find('/');
-  return slash == std::string::npos ? entity : entity.substr(0, slash);
-}
-
 // Whether an anomaly's entity is the fault's target: the same port, the
 // other end of the same link, a port of the target switch, or the target.
 bool NamesTarget(const Topology& topo, const std::string& target, const std::string& entity) {
   if (entity == target) return true;
-  if (target.find('/') == std::string::npos) return DeviceOf(entity) == target;
+  if (target.find('/') == std::string::npos) return EntityDevice(entity) == target;
   if (entity.find('/') == std::string::npos) return false;
   return collector::CanonicalLinkEnd(&topo, target) == collector::CanonicalLinkEnd(&topo, entity);
 }
@@ -36,7 +31,7 @@ bool IsConsequenceKind(const std::string& kind) {
 }
 
 bool JobCrosses(const collector::Footprint& fp, const std::string& target) {
-  const std::string device = DeviceOf(target);
+  const std::string device = EntityDevice(target);
   if (target.find("/gpu") != std::string::npos) return fp.hosts.count(device) > 0;
   if (target.find('/') == std::string::npos) return fp.devices.count(target) > 0;
   return fp.ports.count(target) > 0;
