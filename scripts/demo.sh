@@ -4,7 +4,8 @@
 # collector, 16 host agents and 12 switch agents. At 20 s one NIC of the job
 # starts a PFC storm. The timeline shows the job's bus bandwidth, the fault,
 # and what the collector sees; at the end the operator's CLI shows the
-# fabric's anomalies, the job's busbw, where the pauses come from, and
+# fabric's anomalies, the alerts they raised, the job's busbw, where the
+# pauses come from, and
 # `rocefab job diagnose 4711` naming the culprit with its evidence and
 # playbook. Last, the detectors are scored against the injected truth.
 #
@@ -30,6 +31,7 @@ echo "== rocefab demo: lab/scenarios/demo.yaml (about 70 s)"
 "$bin/rocefab-lab" run "$src/lab/scenarios/demo.yaml" --run-dir "$src/demo-run" \
   --timeline-every 5 \
   --show "fabric health" \
+  --show "alert list" \
   --show "job show 4711 --since 60s --bucket 10s" \
   --show "counters --counter pfc_tx_pause_frames --since 30s --top 6" \
   --show "job diagnose 4711 --window 2m" \
