@@ -87,12 +87,7 @@ class GrpcEnv final : public PlaybookEnv {
         return absl::FailedPreconditionError(StrCat("the topology is needed (--topology): ", loaded.status().message()));
       topology_ = *loaded;
     }
-    const int link = topology_->LinkOfPort(port);
-    if (link < 0) return absl::NotFoundError(StrCat(port, " is not a port of the topology"));
-    auto is_switch = [&](const std::string& p) {
-      return topology_->FindSwitch(p.substr(0, p.find('/'))) != nullptr;
-    };
-    return is_switch(port) && is_switch(topology_->PeerOf(link, port));
+    return IsSwitchToSwitchLink(*topology_, port);
   }
   int64_t NowUs() override { return SystemClock::Instance().NowUs(); }
   void Pause(int64_t us) override { std::this_thread::sleep_for(std::chrono::microseconds(us)); }

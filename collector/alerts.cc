@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "common/clock.h"
 #include "common/daemon_setup.h"
 #include "common/log.h"
 #include "common/strings.h"
@@ -38,17 +39,6 @@ CREATE TABLE IF NOT EXISTS outbox(
 );
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox(next_attempt_us);
 )sql";
-
-std::string Rfc3339(int64_t us) {
-  const time_t t = static_cast<time_t>(us / 1'000'000);
-  struct tm tm {};
-  gmtime_r(&t, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[48];
-  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>((us / 1000) % 1000));
-  return out;
-}
 
 std::string CamelKind(const std::string& kind) {
   std::string out = "Rocefab";
@@ -162,8 +152,8 @@ std::string AlertmanagerBody(const std::vector<v1::Alert>& alerts, int64_t resen
     const int64_t ends = a.ends_at_us() ? a.ends_at_us() : now_us + 4 * resend_every_us;
     body.push_back({{"labels", Labels(a)},
                     {"annotations", Annotations(a)},
-                    {"startsAt", Rfc3339(a.starts_at_us())},
-                    {"endsAt", Rfc3339(ends)}});
+                    {"startsAt", FormatRfc3339(a.starts_at_us())},
+                    {"endsAt", FormatRfc3339(ends)}});
   }
   return body.dump();
 }
@@ -176,8 +166,8 @@ std::string WebhookBody(const v1::Alert& a, const std::string& receiver) {
   nlohmann::json alert = {{"status", a.status()},
                           {"labels", labels},
                           {"annotations", Annotations(a)},
-                          {"startsAt", Rfc3339(a.starts_at_us())},
-                          {"endsAt", a.ends_at_us() ? Rfc3339(a.ends_at_us()) : "0001-01-01T00:00:00Z"},
+                          {"startsAt", FormatRfc3339(a.starts_at_us())},
+                          {"endsAt", a.ends_at_us() ? FormatRfc3339(a.ends_at_us()) : "0001-01-01T00:00:00Z"},
                           {"generatorURL", ""},
                           {"fingerprint", a.fingerprint()}};
   return nlohmann::json{{"version", "4"},

@@ -88,6 +88,7 @@ class Detectors final {
 
   // Anomalies open right now.
   std::vector<v1::Anomaly> Active() const;
+  size_t active_count() const { return active_.size(); }
   std::vector<JobSummary> JobSummaries() const;
   // Ids continue after those already stored.
   void SetNextId(uint64_t id) { next_id_ = id; }

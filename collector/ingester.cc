@@ -124,7 +124,7 @@ void Ingester::Evaluate() {
     metrics_.store_errors.Increment();
     LOG_ERROR(kLog, "storing anomalies: ", status.message());
   }
-  metrics_.anomalies_active.Set(static_cast<double>(detectors_->Active().size()));
+  metrics_.anomalies_active.Set(static_cast<double>(detectors_->active_count()));
   if (evaluated_) evaluated_(*detectors_, context);
   metrics_.evaluate_seconds.Observe(static_cast<double>(clock_.MonotonicUs() - start) / 1e6);
 }

@@ -156,9 +156,11 @@ int main(int argc, char** argv) {
   collector::FabricContextSource context(topology, **store, config.controller(), config.tls(), clock);
   ingester.SetDetectors(&detectors, [&context] { return context.Get(); },
                         [&](const collector::Detectors& d, const collector::FabricContext& c) {
-                          diagnosis_metrics->Set(d.Active(), d.JobSummaries(), c, context.Drained());
+                          const auto active = d.Active();
+                          const auto drained = context.Drained();
+                          diagnosis_metrics->Set(active, d.JobSummaries(), c, drained);
                           latest->SetHighlighted(diagnosis_metrics->Highlighted());
-                          (*alerter)->Evaluate(d.Active(), c, context.Drained(), clock.NowUs());
+                          (*alerter)->Evaluate(active, c, drained, clock.NowUs());
                         });
   collector::AgentRegistry agents(metrics);
   collector::TelemetryService telemetry(ingester, agents, metrics);

@@ -68,10 +68,7 @@ class CollectorEnv final : public PlaybookEnv {
   absl::StatusOr<bool> IsFabricLink(const std::string& port) override {
     const Topology* topo = context_.topology().get();
     if (topo == nullptr) return absl::FailedPreconditionError("the collector has no topology (topology:)");
-    const int link = topo->LinkOfPort(port);
-    if (link < 0) return absl::NotFoundError(StrCat(port, " is not a port of the topology"));
-    auto is_switch = [&](const std::string& p) { return topo->FindSwitch(p.substr(0, p.find('/'))) != nullptr; };
-    return is_switch(port) && is_switch(topo->PeerOf(link, port));
+    return IsSwitchToSwitchLink(*topo, port);
   }
   int64_t NowUs() override { return clock_.NowUs(); }
   void Pause(int64_t us) override {

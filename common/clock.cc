@@ -1,5 +1,6 @@
 #include "common/clock.h"
 
+#include <cstdio>
 #include <ctime>
 
 #include <chrono>
@@ -23,13 +24,23 @@ const SystemClock& SystemClock::Instance() {
   return clock;
 }
 
-std::string FormatUtcTimeOfDay(int64_t unix_us) {
+namespace {
+std::string FormatUtc(int64_t unix_us, const char* format) {
   const time_t t = static_cast<time_t>(unix_us / 1'000'000);
   struct tm tm {};
   gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%H:%M:%SZ", &tm);
+  char buf[48];
+  std::strftime(buf, sizeof buf, format, &tm);
   return buf;
+}
+}  // namespace
+
+std::string FormatUtcTimeOfDay(int64_t unix_us) { return FormatUtc(unix_us, "%H:%M:%SZ"); }
+
+std::string FormatRfc3339(int64_t unix_us) {
+  char ms[8];
+  std::snprintf(ms, sizeof ms, ".%03dZ", static_cast<int>((unix_us / 1000) % 1000));
+  return FormatUtc(unix_us, "%Y-%m-%dT%H:%M:%S") + ms;
 }
 
 }  // namespace rocefab

@@ -27,5 +27,7 @@ class SystemClock final : public Clock {
 // "14:05:09Z": the UTC time of day of a Unix time in microseconds, for
 // tables and verdicts.
 std::string FormatUtcTimeOfDay(int64_t unix_us);
+// "2026-11-29T18:07:59.123Z": RFC 3339 with milliseconds.
+std::string FormatRfc3339(int64_t unix_us);
 
 }  // namespace rocefab

@@ -240,4 +240,11 @@ std::string EntityDevice(const std::string& entity) {
   return slash == std::string::npos ? entity : entity.substr(0, slash);
 }
 
+absl::StatusOr<bool> IsSwitchToSwitchLink(const Topology& topology, const std::string& port) {
+  const int link = topology.LinkOfPort(port);
+  if (link < 0) return absl::NotFoundError(StrCat(port, " is not a port of the topology"));
+  return topology.FindSwitch(EntityDevice(port)) != nullptr &&
+         topology.FindSwitch(EntityDevice(topology.PeerOf(link, port))) != nullptr;
+}
+
 }  // namespace rocefab

@@ -50,6 +50,11 @@ class Topology final {
   std::unordered_map<std::string, std::vector<std::string>> switch_ports_;
 };
 
+// Whether `port` ("dev/port") is the end of a link between two switches (a
+// fabric link, never a host port); NotFound when it is no port of the
+// topology.
+absl::StatusOr<bool> IsSwitchToSwitchLink(const Topology& topology, const std::string& port);
+
 // The device of an entity name: "z1-rtsw01" of "z1-rtsw01/Ethernet8"; the
 // name itself when it has no '/'.
 std::string EntityDevice(const std::string& entity);
