@@ -64,6 +64,26 @@ CollectorMetrics::CollectorMetrics(prometheus::Registry& registry)
                                .Help("Batches received but not yet committed")
                                .Register(registry)
                                .Add({})),
+      observe_queue_batches(prometheus::BuildGauge()
+                                .Name("rocefab_collector_observe_queue_batches")
+                                .Help("Committed batches waiting for the detectors and latest values")
+                                .Register(registry)
+                                .Add({})),
+      runs_sealed(prometheus::BuildCounter()
+                      .Name("rocefab_collector_sample_runs_sealed_total")
+                      .Help("Sample runs re-encoded as one compressed block")
+                      .Register(registry)
+                      .Add({})),
+      stored_samples(prometheus::BuildGauge()
+                         .Name("rocefab_collector_stored_samples")
+                         .Help("Counter samples held in the local store")
+                         .Register(registry)
+                         .Add({})),
+      stored_sample_bytes(prometheus::BuildGauge()
+                              .Name("rocefab_collector_stored_sample_bytes")
+                              .Help("Compressed bytes of the counter samples in the local store")
+                              .Register(registry)
+                              .Add({})),
       ingest_lag_seconds(prometheus::BuildGauge()
                              .Name("rocefab_collector_ingest_lag_seconds")
                              .Help("Commit time minus creation time of the newest committed batch")

@@ -23,6 +23,10 @@ struct CollectorMetrics {
   prometheus::Counter& streams_cancelled;
   prometheus::Gauge& connected_agents;
   prometheus::Gauge& ingest_queue_batches;
+  prometheus::Gauge& observe_queue_batches;
+  prometheus::Counter& runs_sealed;
+  prometheus::Gauge& stored_samples;
+  prometheus::Gauge& stored_sample_bytes;
   prometheus::Gauge& ingest_lag_seconds;
   prometheus::Histogram& commit_seconds;
   prometheus::Counter& anomalies_opened;

@@ -7,9 +7,9 @@ namespace {
 constexpr char kLog[] = "ingest";
 }
 
-Ingester::Ingester(Options options, Store& store, LatestValues& latest, CollectorMetrics& metrics,
-                   const Clock& clock)
-    : options_(options), store_(store), latest_(latest), metrics_(metrics), clock_(clock) {
+Ingester::Ingester(Options options, Store& store, Queue<StoredBatch>* output,
+                   CollectorMetrics& metrics, const Clock& clock)
+    : options_(options), store_(store), output_(output), metrics_(metrics), clock_(clock) {
   last_progress_us_ = clock_.MonotonicUs();
   last_prune_us_ = last_progress_us_;
 }
@@ -25,6 +25,7 @@ void Ingester::Stop() {
     cv_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
+  if (output_) output_->Close();
 }
 
 void Ingester::Submit(v1::TelemetryBatch batch, Done done) {
@@ -44,22 +45,12 @@ size_t Ingester::queued() const {
   return queue_.size();
 }
 
-void Ingester::SetDetectors(Detectors* detectors, std::function<FabricContext()> context,
-                            std::function<void(const Detectors&, const FabricContext&)> evaluated) {
-  detectors_ = detectors;
-  context_ = std::move(context);
-  evaluated_ = std::move(evaluated);
-}
-
 void Ingester::Loop() {
-  const int64_t idle_wait_us = detectors_ ? std::min<int64_t>(1'000'000, detectors_->settings().evaluate_every_us)
-                                          : 1'000'000;
   for (;;) {
     std::deque<Item> group;
-    const int64_t wait_us = fresh_data_ ? 100'000 : idle_wait_us;
     {
       std::unique_lock lock(mu_);
-      cv_.wait_for(lock, std::chrono::microseconds(wait_us),
+      cv_.wait_for(lock, std::chrono::milliseconds(500),
                    [this] { return stopping_ || !queue_.empty(); });
       last_progress_us_ = clock_.MonotonicUs();
       if (queue_.empty() && stopping_) return;
@@ -70,26 +61,30 @@ void Ingester::Loop() {
       }
       metrics_.ingest_queue_batches.Set(static_cast<double>(queue_.size()));
     }
-    if (!group.empty()) {
-      CommitGroup(group);
-      fresh_data_ = true;
-    }
-    // New data is judged as soon as it is stored (at most every 100 ms);
-    // without any, evaluation still runs so stalls are noticed and quiet
-    // anomalies close.
-    if (detectors_) {
-      const int64_t since = clock_.MonotonicUs() - last_evaluate_us_;
-      if ((fresh_data_ && since >= 100'000) || since >= detectors_->settings().evaluate_every_us) {
-        fresh_data_ = false;
-        Evaluate();
-      }
-    }
-    const int64_t now = clock_.MonotonicUs();
-    if (options_.retention_us > 0 && now - last_prune_us_ >= options_.prune_every_us) {
-      last_prune_us_ = now;
-      auto pruned = store_.Prune(clock_.NowUs() - options_.retention_us);
-      if (pruned.ok()) metrics_.pruned_rows.Increment(static_cast<double>(*pruned));
-      else LOG_ERROR(kLog, "retention: ", pruned.status().message());
+    if (!group.empty()) CommitGroup(group);
+    // Only when nothing waits for an ack: sealing and pruning are the
+    // store's own work, not the agents'.
+    if (queued() == 0) Maintain();
+  }
+}
+
+void Ingester::Maintain() {
+  const int64_t now_wall = clock_.NowUs();
+  auto sealed = store_.SealRuns(now_wall, 8);
+  if (sealed.ok()) metrics_.runs_sealed.Increment(static_cast<double>(*sealed));
+  else LOG_ERROR(kLog, "sealing sample runs: ", sealed.status().message());
+  const int64_t now = clock_.MonotonicUs();
+  if (options_.retention_us > 0 && now - last_prune_us_ >= options_.prune_every_us) {
+    last_prune_us_ = now;
+    auto pruned = store_.Prune(now_wall - options_.retention_us, hold_after_commit_.load());
+    if (pruned.ok()) metrics_.pruned_rows.Increment(static_cast<double>(*pruned));
+    else LOG_ERROR(kLog, "retention: ", pruned.status().message());
+  }
+  if (now - last_measure_us_ >= 10'000'000) {
+    last_measure_us_ = now;
+    if (auto footprint = store_.MeasureSamples(); footprint.ok()) {
+      metrics_.stored_samples.Set(static_cast<double>(footprint->samples));
+      metrics_.stored_sample_bytes.Set(static_cast<double>(footprint->payload_bytes));
     }
   }
 }
@@ -113,22 +108,6 @@ void Ingester::ResolveJobs(v1::TelemetryBatch& batch) {
   }
 }
 
-void Ingester::Evaluate() {
-  last_evaluate_us_ = clock_.MonotonicUs();
-  const int64_t start = last_evaluate_us_;
-  const FabricContext context = context_ ? context_() : FabricContext{};
-  auto changes = detectors_->Evaluate(clock_.NowUs(), context);
-  for (const v1::Anomaly& a : changes)
-    if (a.detected_us() == a.updated_us() && a.end_us() == 0) metrics_.anomalies_opened.Increment();
-  if (auto status = store_.WriteAnomalies(changes); !status.ok()) {
-    metrics_.store_errors.Increment();
-    LOG_ERROR(kLog, "storing anomalies: ", status.message());
-  }
-  metrics_.anomalies_active.Set(static_cast<double>(detectors_->active_count()));
-  if (evaluated_) evaluated_(*detectors_, context);
-  metrics_.evaluate_seconds.Observe(static_cast<double>(clock_.MonotonicUs() - start) / 1e6);
-}
-
 void Ingester::CommitGroup(std::deque<Item>& group) {
   std::vector<const v1::TelemetryBatch*> batches;
   batches.reserve(group.size());
@@ -150,17 +129,17 @@ void Ingester::CommitGroup(std::deque<Item>& group) {
   int64_t newest_created_us = 0;
   for (size_t i = 0; i < group.size(); ++i) {
     const WriteOutcome& outcome = (*outcomes)[i];
+    group[i].done(true, outcome.status);
+    metrics_.samples_stored.Increment(static_cast<double>(outcome.samples_written));
+    metrics_.samples_rejected.Increment(static_cast<double>(outcome.samples_rejected));
     if (outcome.status == v1::ACK_STATUS_STORED) {
       metrics_.batches_stored.Increment();
-      latest_.Update(group[i].batch);
-      if (detectors_) detectors_->Observe(group[i].batch);
       newest_created_us = std::max(newest_created_us, group[i].batch.created_us());
+      if (output_)
+        output_->Push(std::make_shared<const v1::TelemetryBatch>(std::move(group[i].batch)));
     } else {
       metrics_.batches_duplicate.Increment();
     }
-    metrics_.samples_stored.Increment(static_cast<double>(outcome.samples_written));
-    metrics_.samples_rejected.Increment(static_cast<double>(outcome.samples_rejected));
-    group[i].done(true, outcome.status);
   }
   if (newest_created_us > 0)
     metrics_.ingest_lag_seconds.Set(static_cast<double>(clock_.NowUs() - newest_created_us) / 1e6);

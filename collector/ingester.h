@@ -1,8 +1,10 @@
 #pragma once
-// The collector's single writer. Streams submit batches; the ingester thread
-// stores whatever has queued up in one transaction (group commit), then calls
-// each batch's callback with its ack. A callback runs only after the commit,
-// so an ack always means "durably stored". It also applies retention.
+// The store module: the collector's single writer. Streams submit batches;
+// the ingester thread stores whatever has queued up in one transaction (group
+// commit), then calls each batch's callback with its ack. A callback runs
+// only after the commit, so an ack always means "durably stored". Stored
+// batches then go to the output queue (the observe module) by pointer; after
+// the acks it seals sample runs and applies retention.
 //
 // Submit is thread-safe. Callbacks run on the ingester thread and must not
 // block.
@@ -14,8 +16,7 @@
 #include <thread>
 
 #include "collector/collector_metrics.h"
-#include "collector/detectors.h"
-#include "collector/latest_values.h"
+#include "collector/observe/observer.h"
 #include "collector/store.h"
 #include "common/clock.h"
 
@@ -32,22 +33,21 @@ class Ingester final {
     size_t max_batches_per_commit = 1024;
   };
 
-  Ingester(Options options, Store& store, LatestValues& latest, CollectorMetrics& metrics,
+  // `output` (may be null) receives every newly stored batch; it is closed
+  // when the ingester stops.
+  Ingester(Options options, Store& store, Queue<StoredBatch>* output, CollectorMetrics& metrics,
            const Clock& clock);
   ~Ingester();
   Ingester(const Ingester&) = delete;
   Ingester& operator=(const Ingester&) = delete;
 
   void Start();
-  // Stores what is queued, then stops the thread.
+  // Stores what is queued, then stops the thread and closes the output.
   void Stop();
   void Submit(v1::TelemetryBatch batch, Done done);
-  // Runs `detectors` on this thread: every stored batch is observed, and
-  // every `evaluate_every` the detectors evaluate with the context from
-  // `context`; their anomalies go to the store. Call before Start.
-  // `evaluated` (optional) runs after each evaluation, on this thread.
-  void SetDetectors(Detectors* detectors, std::function<FabricContext()> context,
-                    std::function<void(const Detectors&, const FabricContext&)> evaluated = nullptr);
+  // Samples of commits after this one are kept by retention (remote-write
+  // has not sent them yet). Any thread.
+  void HoldAfterCommit(uint64_t commit) { hold_after_commit_.store(commit); }
   // Monotonic time of the last loop iteration, for the watchdog.
   int64_t last_progress_us() const;
   size_t queued() const;
@@ -59,13 +59,13 @@ class Ingester final {
   };
   void Loop();
   void CommitGroup(std::deque<Item>& group);
-  void Evaluate();
+  void Maintain();
   // Collective records without a job get the registry's job on their host.
   void ResolveJobs(v1::TelemetryBatch& batch);
 
   Options options_;
   Store& store_;
-  LatestValues& latest_;
+  Queue<StoredBatch>* output_;
   CollectorMetrics& metrics_;
   const Clock& clock_;
   mutable std::mutex mu_;
@@ -75,11 +75,8 @@ class Ingester final {
   int64_t last_progress_us_ = 0;
   int64_t last_prune_us_ = 0;
   std::thread thread_;
-  Detectors* detectors_ = nullptr;
-  std::function<FabricContext()> context_;
-  std::function<void(const Detectors&, const FabricContext&)> evaluated_;
-  int64_t last_evaluate_us_ = 0;
-  bool fresh_data_ = false;
+  std::atomic<uint64_t> hold_after_commit_{UINT64_MAX};
+  int64_t last_measure_us_ = 0;
   std::unordered_map<std::string, std::pair<std::string, int64_t>> host_job_;  // host -> (job, until)
 };
 

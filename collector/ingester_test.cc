@@ -1,5 +1,7 @@
-// The ingester with its real store and detectors: collective records without
-// a job get the registry's job, and detector anomalies reach the store.
+// The store module (Ingester) wired to the observe module through their real
+// queue: collective records without a job get the registry's job, acked
+// batches are in the store, stored batches reach the observer, and detector
+// anomalies reach the store.
 #include "collector/ingester.h"
 
 #include <gtest/gtest.h>
@@ -17,12 +19,18 @@ class IngesterTest : public ::testing::Test {
     auto store = Store::Open({dir_ / "collector.db"});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
-    ingester_ = std::make_unique<Ingester>(Ingester::Options{}, *store_, latest_, metrics_,
+    ingester_ = std::make_unique<Ingester>(Ingester::Options{}, *store_, &stored_, metrics_,
                                            SystemClock::Instance());
-    ingester_->SetDetectors(&detectors_, [] { return FabricContext{}; });
+    observer_ = std::make_unique<Observer>(stored_, latest_, &detectors_,
+                                           [] { return FabricContext{}; }, nullptr, *store_,
+                                           metrics_, SystemClock::Instance());
+    observer_->Start();
     ingester_->Start();
   }
-  void TearDown() override { ingester_->Stop(); }
+  void TearDown() override {
+    ingester_->Stop();
+    observer_->Stop();
+  }
   // Submits and waits for the ack (the ingester's callback after commit).
   v1::AckStatus Submit(v1::TelemetryBatch batch) {
     std::promise<v1::AckStatus> acked;
@@ -38,7 +46,9 @@ class IngesterTest : public ::testing::Test {
   prometheus::Registry registry_;
   CollectorMetrics metrics_{registry_};
   Detectors detectors_{DetectorSettings{}};
+  Queue<StoredBatch> stored_;
   std::unique_ptr<Ingester> ingester_;
+  std::unique_ptr<Observer> observer_;
 };
 
 TEST_F(IngesterTest, RecordsWithoutAJobTakeTheRegistrysJobOnTheirHost) {
@@ -90,13 +100,39 @@ TEST_F(IngesterTest, DetectorAnomaliesAreStored) {
     if (i > 0) s->set_delta(900'000);
     ASSERT_EQ(Submit(batch), v1::ACK_STATUS_STORED);
   }
-  // Evaluation follows the commit on the ingester thread.
+  // Every acked sample is in the store at once.
+  auto stored = store_->ReadSamples("z1-r01-h1/mlx5_0", "pfc_tx_pause_us", 0, INT64_MAX);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_EQ(stored->size(), 3u);
+  EXPECT_EQ((*stored)[2].value, 1'800'000u);
+  // Evaluation follows on the observer's thread.
   EXPECT_TRUE(testing::WaitFor(
       [&] {
         auto open = store_->ListAnomalies(0, 0, true);
         return open.ok() && open->size() == 1 && (*open)[0].kind() == "pfc_storm";
       },
       std::chrono::seconds(5)));
+  EXPECT_GT(latest_.size(), 0u) << "the observer kept the latest values";
+}
+
+TEST_F(IngesterTest, StoppingClosesTheObserversQueueAfterTheLastBatch) {
+  v1::TelemetryBatch batch;
+  batch.set_agent_id("z1-r01-h1");
+  batch.set_agent_boot_id("b");
+  batch.set_seq(1);
+  auto* e = batch.add_entities();
+  e->set_scope(v1::SCOPE_NIC);
+  e->set_entity("z1-r01-h1/mlx5_0");
+  e->set_timestamp_us(SystemClock::Instance().NowUs());
+  auto* s = e->add_samples();
+  s->set_counter("rx_bytes");
+  s->set_kind(v1::VALUE_KIND_COUNTER);
+  s->set_value(5);
+  ASSERT_EQ(Submit(batch), v1::ACK_STATUS_STORED);
+  ingester_->Stop();
+  observer_->Stop();  // returns only because the queue was closed and drained
+  EXPECT_EQ(stored_.size(), 0u);
+  EXPECT_EQ(latest_.size(), 1u);
 }
 
 }  // namespace

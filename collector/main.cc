@@ -1,8 +1,12 @@
 // rocefab-collectord: stores agent telemetry and serves queries and /metrics.
 //
-//   agents -> TelemetryService (reactors) -> Ingester queue -> Store (SQLite)
-//   Ingester -> LatestValues -> /metrics
-//   CLI -> QueryService -> Store (reader connection)
+// A pipeline of modules on queues (docs/architecture.md, "Collector"):
+//   receive: TelemetryService reactors decode and validate on gRPC threads
+//   store:   Ingester group-commits to the Store, then acks
+//   observe: Observer keeps latest values and runs the detectors
+//   export:  /metrics (LatestValues, DiagnosisMetrics), Alerter, remote-write
+//   query:   QueryService reads the Store's reader connection
+// main only wires them, starts them in that order and stops them in reverse.
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -14,6 +18,7 @@
 #include "collector/fabric_context.h"
 #include "collector/ingester.h"
 #include "collector/latest_values.h"
+#include "collector/observe/observer.h"
 #include "collector/query_service.h"
 #include "collector/remediation.h"
 #include "collector/store.h"
@@ -140,7 +145,9 @@ int main(int argc, char** argv) {
   auto diagnosis_metrics = std::make_shared<collector::DiagnosisMetrics>();
   collector::Ingester::Options ingest_options;
   ingest_options.retention_us = retention_us;
-  collector::Ingester ingester(ingest_options, **store, *latest, metrics, clock);
+  // Ingester -> Observer: batches once they are durably stored.
+  Queue<collector::StoredBatch> stored_batches;
+  collector::Ingester ingester(ingest_options, **store, &stored_batches, metrics, clock);
   auto last_anomaly = (*store)->CloseOpenAnomalies(clock.NowUs());
   if (!last_anomaly.ok()) {
     std::cerr << "rocefab-collectord: " << last_anomaly.status().message() << "\n";
@@ -154,14 +161,16 @@ int main(int argc, char** argv) {
   collector::Detectors detectors(*detector_settings);
   detectors.SetNextId(*last_anomaly + 1);
   collector::FabricContextSource context(topology, **store, config.controller(), config.tls(), clock);
-  ingester.SetDetectors(&detectors, [&context] { return context.Get(); },
-                        [&](const collector::Detectors& d, const collector::FabricContext& c) {
-                          const auto active = d.Active();
-                          const auto drained = context.Drained();
-                          diagnosis_metrics->Set(active, d.JobSummaries(), c, drained);
-                          latest->SetHighlighted(diagnosis_metrics->Highlighted());
-                          (*alerter)->Evaluate(active, c, drained, clock.NowUs());
-                        });
+  collector::Observer observer(
+      stored_batches, *latest, &detectors, [&context] { return context.Get(); },
+      [&](const collector::Detectors& d, const collector::FabricContext& c) {
+        const auto active = d.Active();
+        const auto drained = context.Drained();
+        diagnosis_metrics->Set(active, d.JobSummaries(), c, drained);
+        latest->SetHighlighted(diagnosis_metrics->Highlighted());
+        (*alerter)->Evaluate(active, c, drained, clock.NowUs());
+      },
+      **store, metrics, clock);
   collector::AgentRegistry agents(metrics);
   collector::TelemetryService telemetry(ingester, agents, metrics);
   collector::QueryService query(**store, agents, clock, &context, alerter->get());
@@ -180,11 +189,13 @@ int main(int argc, char** argv) {
   context.Start();
   (*alerter)->Start();
   remediator.Start();
+  observer.Start();
   ingester.Start();
   auto server = StartGrpcServer(config.listen(), config.tls(), {&telemetry, &query});
   if (!server.ok()) {
     std::cerr << "rocefab-collectord: " << server.status().message() << "\n";
     ingester.Stop();
+    observer.Stop();
     return 1;
   }
   const std::string status = StrCat("listening grpc=", server->bound_address,
@@ -209,7 +220,8 @@ int main(int argc, char** argv) {
   }
   systemd::NotifyStopping();
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  ingester.Stop();
+  ingester.Stop();  // closes the observer's queue
+  observer.Stop();
   remediator.Stop();
   context.Stop();
   (*alerter)->Stop();

@@ -2,18 +2,25 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
-#include "common/strings.h"
 #include "common/counters.h"
 #include "common/log.h"
+#include "common/strings.h"
 
 namespace rocefab::collector {
 namespace {
 
 constexpr char kLog[] = "store";
-constexpr int kSchemaVersion = 1;
+// 1: a row per sample (samples, batches). 2: compressed sample runs.
+constexpr int kSchemaVersion = 2;
 
-// The schema. docs/architecture.md explains each table.
+using Statement = sqlite::Stmt;
+using sqlite::FromDb;
+using sqlite::ToDb;
+
+// The schema besides the sample store's. docs/architecture.md explains each
+// table.
 constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS meta(
   key TEXT PRIMARY KEY,
@@ -35,37 +42,6 @@ CREATE TABLE IF NOT EXISTS agents(
   stream_failures INTEGER NOT NULL,
   dropped_batches INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS batches(
-  agent_id TEXT NOT NULL,
-  agent_boot_id TEXT NOT NULL,
-  seq INTEGER NOT NULL,
-  created_us INTEGER NOT NULL,
-  received_us INTEGER NOT NULL,
-  n_samples INTEGER NOT NULL,
-  PRIMARY KEY(agent_id, agent_boot_id, seq)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS batches_by_received ON batches(received_us);
-CREATE TABLE IF NOT EXISTS series(
-  id INTEGER PRIMARY KEY,
-  scope INTEGER NOT NULL,
-  entity TEXT NOT NULL,
-  port INTEGER NOT NULL,
-  counter TEXT NOT NULL,
-  prio INTEGER NOT NULL,
-  queue INTEGER NOT NULL,
-  kind INTEGER NOT NULL,
-  UNIQUE(scope, entity, port, counter, prio, queue)
-);
-CREATE INDEX IF NOT EXISTS series_by_entity ON series(entity);
-CREATE TABLE IF NOT EXISTS samples(
-  series_id INTEGER NOT NULL,
-  ts_us INTEGER NOT NULL,
-  value INTEGER NOT NULL,
-  delta INTEGER,
-  reset INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS samples_by_series ON samples(series_id, ts_us);
-CREATE INDEX IF NOT EXISTS samples_by_time ON samples(ts_us);
 CREATE TABLE IF NOT EXISTS collectives(
   job TEXT NOT NULL,
   comm TEXT NOT NULL,
@@ -82,6 +58,7 @@ CREATE TABLE IF NOT EXISTS collectives(
   agent_id TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS collectives_by_job ON collectives(job, ts_us);
+CREATE INDEX IF NOT EXISTS collectives_by_time ON collectives(ts_us);
 CREATE TABLE IF NOT EXISTS jobs(
   id TEXT PRIMARY KEY,
   name TEXT NOT NULL,
@@ -113,19 +90,8 @@ CREATE TABLE IF NOT EXISTS playbook_runs(
 );
 )sql";
 
-absl::Status SqlError(sqlite3* db, std::string_view what) {
-  return absl::InternalError(StrCat("sqlite: ", what, ": ", sqlite3_errmsg(db)));
-}
-
-absl::Status Exec(sqlite3* db, const char* sql) {
-  char* error = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-    std::string message = error ? error : "unknown error";
-    sqlite3_free(error);
-    return absl::InternalError(StrCat("sqlite: ", message));
-  }
-  return absl::OkStatus();
-}
+absl::Status SqlError(sqlite3* db, std::string_view what) { return sqlite::Error(db, what); }
+absl::Status Exec(sqlite3* db, std::string_view sql) { return sqlite::Exec(db, sql); }
 
 // Resets a statement for reuse when it goes out of scope.
 struct Resetter {
@@ -145,31 +111,14 @@ std::string ColumnText(sqlite3_stmt* stmt, int column) {
   return text ? reinterpret_cast<const char*>(text) : "";
 }
 
-// SQLite integers are signed 64-bit; counters are unsigned. Store the bits.
-int64_t ToDb(uint64_t value) { return static_cast<int64_t>(value); }
-uint64_t FromDb(int64_t value) { return static_cast<uint64_t>(value); }
+bool TableExists(sqlite3* db, const char* name) {
+  Statement stmt(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1");
+  stmt.Bind(1, std::string_view(name));
+  auto row = stmt.Step();
+  return row.ok() && *row;
+}
 
 }  // namespace
-
-Statement::Statement(sqlite3* db, const char* sql) {
-  if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK) {
-    LOG_ERROR(kLog, "prepare failed: ", sqlite3_errmsg(db), " in: ", sql);
-    stmt_ = nullptr;
-  }
-}
-
-Statement::~Statement() {
-  if (stmt_) sqlite3_finalize(stmt_);
-}
-
-Statement& Statement::operator=(Statement&& other) noexcept {
-  if (this != &other) {
-    if (stmt_) sqlite3_finalize(stmt_);
-    stmt_ = other.stmt_;
-    other.stmt_ = nullptr;
-  }
-  return *this;
-}
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) {
   std::unique_ptr<Store> store(new Store());
@@ -178,54 +127,66 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) 
 }
 
 absl::Status Store::Init(const StoreOptions& options) {
-  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-  if (sqlite3_open_v2(options.path.c_str(), &writer_, flags, nullptr) != SQLITE_OK)
-    return absl::UnavailableError(StrCat("cannot open database ", options.path, ": ",
-                                               writer_ ? sqlite3_errmsg(writer_) : "out of memory"));
-  sqlite3_busy_timeout(writer_, 5000);
-  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA temp_store=MEMORY"}) {
-    if (auto status = Exec(writer_, pragma); !status.ok()) return status;
+  if (options.read_only) {
+    sqlite::OpenOptions ro;
+    ro.read_only = true;
+    auto reader = sqlite::Db::Open(options.path, ro);
+    if (!reader.ok()) return reader.status();
+    reader_db_ = std::move(*reader);
+    reader_ = reader_db_.get();
+    if (!TableExists(reader_, "runs"))
+      return absl::FailedPreconditionError(
+          StrCat(options.path, ": not a collector database of schema version ", kSchemaVersion));
+    return absl::OkStatus();
   }
-  if (auto status = Exec(writer_, options.relaxed_durability ? "PRAGMA synchronous=NORMAL"
-                                                             : "PRAGMA synchronous=FULL");
-      !status.ok())
-    return status;
+  sqlite::OpenOptions writer_options;
+  writer_options.synchronous_full = !options.relaxed_durability;
+  auto writer = sqlite::Db::Open(options.path, writer_options);
+  if (!writer.ok()) return writer.status();
+  writer_db_ = std::move(*writer);
+  writer_ = writer_db_.get();
+  // Refuse a file written by a newer schema rather than misreading it, and
+  // convert (or refuse) one of the row-per-sample schema.
+  int version = 0;
+  if (TableExists(writer_, "meta")) {
+    Statement get(writer_, "SELECT value FROM meta WHERE key='schema_version'");
+    auto row = get.Step();
+    if (!row.ok()) return row.status();
+    if (*row) version = std::atoi(get.Text(0).c_str());
+  }
+  if (version > kSchemaVersion)
+    return absl::FailedPreconditionError(
+        StrCat(options.path, ": schema version ", version, " is newer than this collector's ",
+               kSchemaVersion, "; run a newer rocefab-collectord, or point --db at a new file"));
+  const bool row_samples = version == 1 && TableExists(writer_, "samples");
+  if (row_samples && !options.migrate)
+    return absl::FailedPreconditionError(StrCat(
+        options.path, ": holds samples in the version 1 schema (a row per sample); start "
+                      "rocefab-collectord without --no-migrate to convert it in place, or move "
+                      "the file away to start empty"));
   if (auto status = Exec(writer_, kSchema); !status.ok())
     return absl::Status(status.code(), StrCat(options.path, ": ", status.message()));
-  // Refuse a file written by a newer schema rather than misreading it.
-  {
-    Statement get(writer_, "SELECT value FROM meta WHERE key='schema_version'");
-    if (sqlite3_step(get.get()) == SQLITE_ROW) {
-      const int version = std::stoi(ColumnText(get.get(), 0));
-      if (version > kSchemaVersion)
-        return absl::FailedPreconditionError(StrCat(
-            options.path, ": schema version ", version, " is newer than this collector's ",
-            kSchemaVersion));
-    }
-  }
-  if (auto status = Exec(writer_, StrCat("INSERT OR IGNORE INTO meta VALUES('schema_version','",
-                                               kSchemaVersion, "')")
-                                      .c_str());
-      !status.ok())
-    return status;
+  if (auto status = Exec(writer_, SampleStore::kSchema); !status.ok())
+    return absl::Status(status.code(), StrCat(options.path, ": ", status.message()));
 
-  if (sqlite3_open_v2(options.path.c_str(), &reader_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
-                      nullptr) != SQLITE_OK)
-    return absl::UnavailableError(StrCat("cannot open database ", options.path, " for reading"));
-  sqlite3_busy_timeout(reader_, 5000);
+  sqlite::OpenOptions reader_options;
+  reader_options.read_only = true;
+  auto reader = sqlite::Db::Open(options.path, reader_options);
+  if (!reader.ok()) return reader.status();
+  reader_db_ = std::move(*reader);
+  reader_ = reader_db_.get();
   // The job registry writes from query threads: its own connection, so the
   // ingester's writer connection stays single-threaded.
-  if (sqlite3_open_v2(options.path.c_str(), &jobs_db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK)
-    return absl::UnavailableError(StrCat("cannot open database ", options.path, " for jobs"));
-  sqlite3_busy_timeout(jobs_db_, 5000);
+  sqlite::OpenOptions jobs_options = writer_options;
+  jobs_options.full_mutex = true;
+  auto jobs = sqlite::Db::Open(options.path, jobs_options);
+  if (!jobs.ok()) return jobs.status();
+  jobs_db_holder_ = std::move(*jobs);
+  jobs_db_ = jobs_db_holder_.get();
 
-  begin_ = Statement(writer_, "BEGIN IMMEDIATE");
-  commit_ = Statement(writer_, "COMMIT");
-  rollback_ = Statement(writer_, "ROLLBACK");
-  insert_batch_ = Statement(writer_,
-                            "INSERT OR IGNORE INTO batches(agent_id, agent_boot_id, seq, created_us, "
-                            "received_us, n_samples) VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
+  begin_ = Statement(writer_, "BEGIN IMMEDIATE", true);
+  commit_ = Statement(writer_, "COMMIT", true);
+  rollback_ = Statement(writer_, "ROLLBACK", true);
   upsert_agent_ = Statement(writer_, R"sql(
 INSERT INTO agents(agent_id, kind, agent_boot_id, host_boot_id, first_seen_us, last_seen_us,
                    batches, samples, last_seq, skipped_values, parse_errors, source_errors,
@@ -244,104 +205,115 @@ ON CONFLICT(agent_id) DO UPDATE SET
   source_errors = source_errors + ?10,
   stream_failures = ?11,
   dropped_batches = ?12
-)sql");
-  insert_series_ = Statement(writer_,
-                             "INSERT OR IGNORE INTO series(scope, entity, port, counter, prio, "
-                             "queue, kind) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-  find_series_ = Statement(writer_,
-                           "SELECT id FROM series WHERE scope=?1 AND entity=?2 AND port=?3 AND "
-                           "counter=?4 AND prio=?5 AND queue=?6");
+)sql", true);
   insert_collective_ = Statement(writer_,
                                  "INSERT INTO collectives VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-                                 "?9, ?10, ?11, ?12, ?13)");
-  insert_sample_ = Statement(writer_,
-                             "INSERT INTO samples(series_id, ts_us, value, delta, reset) "
-                             "VALUES(?1, ?2, ?3, ?4, ?5)");
-  for (const Statement* s : {&begin_, &commit_, &rollback_, &insert_batch_, &upsert_agent_,
-                             &insert_series_, &find_series_, &insert_sample_, &insert_collective_})
-    if (!s->ok()) return SqlError(writer_, "prepare");
+                                 "?9, ?10, ?11, ?12, ?13)", true);
+  for (const Statement* s : {&begin_, &commit_, &rollback_, &upsert_agent_, &insert_collective_})
+    if (!s->ok()) return s->status();
+  samples_ = std::make_unique<SampleStore>(writer_, options.samples);
+  if (auto status = samples_->Init(); !status.ok()) return status;
+  if (row_samples) {
+    if (auto status = MigrateRowSamples(options.path); !status.ok()) return status;
+  }
+  if (auto status = Exec(writer_, StrCat("INSERT OR REPLACE INTO meta VALUES('schema_version','",
+                                         kSchemaVersion, "')"));
+      !status.ok())
+    return status;
+  return absl::OkStatus();
+}
+
+absl::Status Store::MigrateRowSamples(const std::string& path) {
+  // Rebuilds each entity's readings as batches of one agent (the entity's
+  // device) and stores them through the normal write path, then drops the
+  // old tables. One transaction: a failure leaves the file as it was.
+  LOG_INFO(kLog, path, ": converting version 1 samples to compressed runs");
+  Statement rows(writer_, R"sql(
+SELECT s.scope, s.entity, s.port, s.counter, s.prio, s.queue, s.kind,
+       v.ts_us, v.value, v.delta, v.reset
+FROM samples v JOIN series s ON s.id = v.series_id
+ORDER BY s.entity, v.ts_us, s.id)sql");
+  if (!rows.ok()) return rows.status();
+  if (auto s = Exec(writer_, "BEGIN IMMEDIATE"); !s.ok()) return s;
+  uint64_t converted = 0;
+  absl::Status status;
+  v1::TelemetryBatch batch;
+  std::map<std::string, uint64_t> seqs;
+  auto flush = [&]() -> absl::Status {
+    if (batch.entities_size() == 0) return absl::OkStatus();
+    batch.set_seq(++seqs[batch.agent_id()]);
+    auto outcome = WriteOne(batch, batch.created_us(), samples_->NextCommit());
+    if (!outcome.ok()) return outcome.status();
+    if (auto s = samples_->Flush(samples_->NextCommit()); !s.ok()) return s;
+    converted += outcome->samples_written;
+    batch.Clear();
+    return absl::OkStatus();
+  };
+  for (;;) {
+    auto row = rows.Step();
+    if (!row.ok()) {
+      status = row.status();
+      break;
+    }
+    if (!*row) break;
+    const std::string entity = rows.Text(1);
+    const int64_t ts = rows.Int(7);
+    if (batch.entities_size() == 0 || batch.entities(0).entity() != entity ||
+        batch.entities(0).timestamp_us() != ts) {
+      if (status = flush(); !status.ok()) break;
+      const size_t slash = entity.find('/');
+      batch.set_agent_id(slash == std::string::npos ? entity : entity.substr(0, slash));
+      batch.set_agent_boot_id("migrated-v1");
+      batch.set_created_us(ts);
+      auto* es = batch.add_entities();
+      es->set_scope(static_cast<v1::Scope>(rows.Int(0)));
+      es->set_entity(entity);
+      es->set_port(static_cast<uint32_t>(rows.Int(2)));
+      es->set_timestamp_us(ts);
+    }
+    auto* sample = batch.mutable_entities(0)->add_samples();
+    sample->set_counter(rows.Text(3));
+    if (rows.Int(4) >= 0) sample->set_prio(static_cast<uint32_t>(rows.Int(4)));
+    if (rows.Int(5) >= 0) sample->set_queue(static_cast<uint32_t>(rows.Int(5)));
+    sample->set_kind(static_cast<v1::ValueKind>(rows.Int(6)));
+    sample->set_value(FromDb(rows.Int(8)));
+    if (!rows.IsNull(9)) sample->set_delta(FromDb(rows.Int(9)));
+    sample->set_reset(rows.Int(10) != 0);
+  }
+  if (status.ok()) status = flush();
+  rows = Statement();
+  if (status.ok()) status = Exec(writer_, "DROP TABLE samples; DROP TABLE IF EXISTS batches;");
+  if (!status.ok()) {
+    Exec(writer_, "ROLLBACK").IgnoreError();
+    samples_->Abandon();
+    return absl::Status(status.code(), StrCat(path, ": converting version 1 samples: ",
+                                              status.message(), " (the file is unchanged)"));
+  }
+  if (auto s = Exec(writer_, "COMMIT"); !s.ok()) return s;
+  LOG_INFO(kLog, path, ": converted ", converted, " samples");
   return absl::OkStatus();
 }
 
 Store::~Store() {
-  // Statements must be finalized before their connection closes.
-  for (Statement* s : {&begin_, &commit_, &rollback_, &insert_batch_, &upsert_agent_,
-                       &insert_series_, &find_series_, &insert_sample_, &insert_collective_})
+  // Statements must be finalized before their connections close.
+  samples_.reset();
+  for (Statement* s : {&begin_, &commit_, &rollback_, &upsert_agent_, &insert_collective_})
     *s = Statement();
-  if (writer_) sqlite3_close(writer_);
-  if (reader_) sqlite3_close(reader_);
-  if (jobs_db_) sqlite3_close(jobs_db_);
 }
 
-absl::StatusOr<int64_t> Store::SeriesId(const v1::EntitySamples& entity, const v1::Sample& sample) {
-  const int64_t prio = sample.has_prio() ? static_cast<int64_t>(sample.prio()) : -1;
-  const int64_t queue = sample.has_queue() ? static_cast<int64_t>(sample.queue()) : -1;
-  key_.clear();
-  StrAppend(&key_, entity.scope(), "|", entity.entity(), "|", entity.port(), "|",
-                  sample.counter(), "|", prio, "|", queue);
-  if (auto it = series_cache_.find(key_); it != series_cache_.end()) return it->second;
-  for (sqlite3_stmt* stmt : {insert_series_.get(), find_series_.get()}) {
-    Resetter reset{stmt};
-    sqlite3_bind_int(stmt, 1, entity.scope());
-    BindText(stmt, 2, entity.entity());
-    sqlite3_bind_int64(stmt, 3, entity.port());
-    BindText(stmt, 4, sample.counter());
-    sqlite3_bind_int64(stmt, 5, prio);
-    sqlite3_bind_int64(stmt, 6, queue);
-    if (stmt == insert_series_.get()) {
-      sqlite3_bind_int(stmt, 7, sample.kind());
-      if (sqlite3_step(stmt) != SQLITE_DONE) return SqlError(writer_, "insert series");
-    } else {
-      if (sqlite3_step(stmt) != SQLITE_ROW) return SqlError(writer_, "find series");
-      const int64_t id = sqlite3_column_int64(stmt, 0);
-      series_cache_.emplace(key_, id);
-      return id;
-    }
-  }
-  return absl::InternalError("unreachable");
-}
-
-absl::StatusOr<WriteOutcome> Store::WriteOne(const v1::TelemetryBatch& batch, int64_t received_us) {
+absl::StatusOr<WriteOutcome> Store::WriteOne(const v1::TelemetryBatch& batch, int64_t received_us,
+                                             uint64_t commit) {
   WriteOutcome outcome;
-  uint64_t n_samples = 0;
-  for (const auto& entity : batch.entities()) n_samples += entity.samples_size();
-  {
-    sqlite3_stmt* stmt = insert_batch_.get();
-    Resetter reset{stmt};
-    BindText(stmt, 1, batch.agent_id());
-    BindText(stmt, 2, batch.agent_boot_id());
-    sqlite3_bind_int64(stmt, 3, ToDb(batch.seq()));
-    sqlite3_bind_int64(stmt, 4, batch.created_us());
-    sqlite3_bind_int64(stmt, 5, received_us);
-    sqlite3_bind_int64(stmt, 6, ToDb(n_samples));
-    if (sqlite3_step(stmt) != SQLITE_DONE) return SqlError(writer_, "insert batch");
-    if (sqlite3_changes(writer_) == 0) {
-      // Stored before: its ack was lost (collector restart or broken stream).
-      outcome.status = v1::ACK_STATUS_DUPLICATE;
-      return outcome;
-    }
+  auto duplicate = samples_->Dedup(batch, received_us);
+  if (!duplicate.ok()) return duplicate.status();
+  if (*duplicate) {
+    // Stored before: its ack was lost (collector restart or broken stream).
+    outcome.status = v1::ACK_STATUS_DUPLICATE;
+    return outcome;
   }
-  for (const auto& entity : batch.entities()) {
-    for (const auto& sample : entity.samples()) {
-      // Only the vocabulary is stored; anything else is counted and dropped.
-      if (FindCounter(entity.scope(), sample.counter()) == nullptr) {
-        ++outcome.samples_rejected;
-        continue;
-      }
-      auto series = SeriesId(entity, sample);
-      if (!series.ok()) return series.status();
-      sqlite3_stmt* stmt = insert_sample_.get();
-      Resetter reset{stmt};
-      sqlite3_bind_int64(stmt, 1, *series);
-      sqlite3_bind_int64(stmt, 2, entity.timestamp_us());
-      sqlite3_bind_int64(stmt, 3, ToDb(sample.value()));
-      if (sample.has_delta()) sqlite3_bind_int64(stmt, 4, ToDb(sample.delta()));
-      else sqlite3_bind_null(stmt, 4);
-      sqlite3_bind_int(stmt, 5, sample.reset() ? 1 : 0);
-      if (sqlite3_step(stmt) != SQLITE_DONE) return SqlError(writer_, "insert sample");
-      ++outcome.samples_written;
-    }
-  }
+  if (auto s = samples_->Add(batch, commit, &outcome.samples_written, &outcome.samples_rejected);
+      !s.ok())
+    return s;
   for (const auto& record : batch.collectives()) {
     sqlite3_stmt* stmt = insert_collective_.get();
     Resetter reset{stmt};
@@ -389,39 +361,39 @@ absl::StatusOr<std::vector<WriteOutcome>> Store::WriteBatches(
     Resetter reset{begin_.get()};
     if (sqlite3_step(begin_.get()) != SQLITE_DONE) return SqlError(writer_, "begin");
   }
+  auto fail = [&](absl::Status status) {
+    Resetter reset{rollback_.get()};
+    sqlite3_step(rollback_.get());
+    // What the rolled-back transaction handed out no longer exists.
+    samples_->Abandon();
+    return status;
+  };
+  const uint64_t commit = samples_->NextCommit();
   for (const v1::TelemetryBatch* batch : batches) {
-    auto outcome = WriteOne(*batch, received_us);
-    if (!outcome.ok()) {
-      Resetter reset{rollback_.get()};
-      sqlite3_step(rollback_.get());
-      // Ids handed out inside the rolled-back transaction no longer exist.
-      series_cache_.clear();
-      return outcome.status();
-    }
+    auto outcome = WriteOne(*batch, received_us, commit);
+    if (!outcome.ok()) return fail(outcome.status());
     outcomes.push_back(*outcome);
   }
+  if (auto status = samples_->Flush(commit); !status.ok()) return fail(status);
   Resetter reset{commit_.get()};
-  if (sqlite3_step(commit_.get()) != SQLITE_DONE) {
-    absl::Status status = SqlError(writer_, "commit");
-    Resetter rollback{rollback_.get()};
-    sqlite3_step(rollback_.get());
-    series_cache_.clear();
-    return status;
-  }
+  if (sqlite3_step(commit_.get()) != SQLITE_DONE) return fail(SqlError(writer_, "commit"));
   return outcomes;
 }
 
-absl::StatusOr<uint64_t> Store::Prune(int64_t cutoff_us) {
-  uint64_t deleted = 0;
-  for (const char* sql : {"DELETE FROM samples WHERE ts_us < ?1",
-                          "DELETE FROM anomalies WHERE end_us != 0 AND end_us < ?1",
-                          "DELETE FROM batches WHERE received_us < ?1",
+absl::StatusOr<int> Store::SealRuns(int64_t now_us, int max_runs) {
+  return samples_->Seal(now_us, max_runs);
+}
+
+absl::StatusOr<uint64_t> Store::Prune(int64_t cutoff_us, uint64_t keep_after_commit) {
+  auto deleted = samples_->Prune(cutoff_us, keep_after_commit);
+  if (!deleted.ok()) return deleted.status();
+  for (const char* sql : {"DELETE FROM anomalies WHERE end_us != 0 AND end_us < ?1",
                           "DELETE FROM collectives WHERE ts_us < ?1"}) {
     Statement stmt(writer_, sql);
-    if (!stmt.ok()) return SqlError(writer_, "prepare prune");
-    sqlite3_bind_int64(stmt.get(), 1, cutoff_us);
-    if (sqlite3_step(stmt.get()) != SQLITE_DONE) return SqlError(writer_, "prune");
-    deleted += sqlite3_changes(writer_);
+    if (!stmt.ok()) return stmt.status();
+    stmt.Bind(1, cutoff_us);
+    if (auto s = stmt.Run(); !s.ok()) return s;
+    *deleted += sqlite3_changes(writer_);
   }
   return deleted;
 }
@@ -560,9 +532,120 @@ absl::StatusOr<std::vector<v1::AgentInfo>> Store::ListAgents() {
   return agents;
 }
 
+const SeriesInfo* Store::Series(int64_t id) {
+  auto it = series_info_.find(id);
+  if (it != series_info_.end()) return &it->second;
+  auto info = SampleStore::ReadSeries(reader_, id);
+  if (!info.ok()) return nullptr;
+  return &series_info_.emplace(id, std::move(*info)).first->second;
+}
+
+absl::Status Store::AppendRows(const std::vector<DecodedRun>& runs, const std::string& entity,
+                               const std::string& counter, int64_t from_us, int64_t to_us,
+                               std::vector<SampleRow>* out) {
+  for (const DecodedRun& run : runs) {
+    // Which columns match, and the entity (timestamp column) of each.
+    std::vector<std::pair<size_t, size_t>> columns;  // (series index, entity index)
+    std::vector<const SeriesInfo*> infos;
+    size_t s = 0;
+    for (size_t e = 0; e < run.layout.entities(); ++e) {
+      for (uint32_t k = 0; k < run.layout.entity_sizes[e]; ++k, ++s) {
+        const SeriesInfo* info = Series(run.layout.series[s]);
+        if (info == nullptr) continue;
+        if ((!entity.empty() && info->entity != entity) || (!counter.empty() && info->counter != counter))
+          continue;
+        columns.emplace_back(s, e);
+        infos.push_back(info);
+      }
+    }
+    for (size_t c = 0; c < columns.size(); ++c) {
+      const auto [si, ei] = columns[c];
+      for (const blocks::Poll& poll : run.polls) {
+        if (poll.ts_us[ei] < from_us || poll.ts_us[ei] > to_us) continue;
+        SampleRow row;
+        row.series = *infos[c];
+        row.ts_us = poll.ts_us[ei];
+        row.value = poll.value[si];
+        row.has_delta = poll.flags[si] & blocks::kHasDelta;
+        row.delta = poll.delta[si];
+        row.reset = poll.flags[si] & blocks::kReset;
+        row.commit = poll.commit;
+        out->push_back(std::move(row));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<SampleRow>> Store::ReadSamples(const std::string& entity,
+                                                          const std::string& counter,
+                                                          int64_t from_us, int64_t to_us) {
+  std::lock_guard lock(reader_mu_);
+  sqlite::ReadTransaction txn(reader_);
+  if (!txn.status().ok()) return txn.status();
+  std::vector<std::string> agents;
+  {
+    Statement get(reader_, entity.empty() ? "SELECT DISTINCT agent_id FROM entity_agents"
+                                          : "SELECT agent_id FROM entity_agents WHERE entity = ?1");
+    if (!entity.empty()) get.Bind(1, entity);
+    for (;;) {
+      auto row = get.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      agents.push_back(get.Text(0));
+    }
+  }
+  std::vector<SampleRow> out;
+  for (const std::string& agent : agents) {
+    auto runs = SampleStore::ReadRuns(reader_, agent, from_us, to_us);
+    if (!runs.ok()) return runs.status();
+    if (auto s = AppendRows(*runs, entity, counter, from_us, to_us, &out); !s.ok()) return s;
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const SampleRow& a, const SampleRow& b) { return a.ts_us < b.ts_us; });
+  return out;
+}
+
+absl::StatusOr<std::vector<SampleRow>> Store::ReadCommits(uint64_t after, uint64_t upto) {
+  std::lock_guard lock(reader_mu_);
+  sqlite::ReadTransaction txn(reader_);
+  if (!txn.status().ok()) return txn.status();
+  auto runs = SampleStore::ReadCommits(reader_, after, upto);
+  if (!runs.ok()) return runs.status();
+  std::vector<SampleRow> out;
+  if (auto s = AppendRows(*runs, "", "", INT64_MIN, INT64_MAX, &out); !s.ok()) return s;
+  std::stable_sort(out.begin(), out.end(),
+                   [](const SampleRow& a, const SampleRow& b) { return a.commit < b.commit; });
+  return out;
+}
+
+absl::StatusOr<Store::StoredSeqs> Store::GetStoredSeqs(const std::string& agent,
+                                                       const std::string& boot) {
+  std::lock_guard lock(reader_mu_);
+  Statement get(reader_,
+                "SELECT watermark, above FROM agent_boots WHERE agent_id = ?1 AND agent_boot_id = ?2");
+  get.Bind(1, agent).Bind(2, boot);
+  auto row = get.Step();
+  if (!row.ok()) return row.status();
+  StoredSeqs seqs;
+  if (!*row) return seqs;
+  seqs.watermark = FromDb(get.Int(0));
+  std::string_view above = get.Blob(1);
+  uint64_t prev = 0, step = 0;
+  while (!above.empty() && blocks::GetVarint(above, &step)) seqs.above.insert(prev += step);
+  return seqs;
+}
+
+absl::StatusOr<SampleStore::Footprint> Store::MeasureSamples() {
+  std::lock_guard lock(reader_mu_);
+  return SampleStore::Measure(reader_);
+}
+
 absl::StatusOr<std::vector<v1::CounterRow>> Store::GetCounters(
     const v1::GetCountersRequest& request) {
   std::lock_guard lock(reader_mu_);
+  sqlite::ReadTransaction txn(reader_);
+  if (!txn.status().ok()) return txn.status();
   // The host filter is a range on the entity prefix "<host>/" so the
   // series_by_entity index serves it; '0' is the character after '/'.
   Statement series(reader_, R"sql(
@@ -572,63 +655,110 @@ WHERE (?1 = '' OR (entity >= ?1 || '/' AND entity < ?1 || '0'))
   AND (?3 = '' OR counter = ?3)
   AND (?4 = 0 OR scope = ?4)
 ORDER BY entity, port, counter, prio, queue)sql");
-  Statement latest(reader_,
-                   "SELECT ts_us, value FROM samples WHERE series_id = ?1 "
-                   "ORDER BY ts_us DESC LIMIT 1");
-  Statement window(reader_,
-                   "SELECT ts_us, delta FROM samples WHERE series_id = ?1 AND ts_us >= ?2 "
-                   "ORDER BY ts_us");
-  if (!series.ok() || !latest.ok() || !window.ok()) return SqlError(reader_, "prepare counters");
-  BindText(series.get(), 1, request.host());
-  BindText(series.get(), 2, request.device());
-  BindText(series.get(), 3, request.counter());
-  sqlite3_bind_int(series.get(), 4, request.scope());
-  std::vector<v1::CounterRow> rows;
-  int rc;
-  while ((rc = sqlite3_step(series.get())) == SQLITE_ROW) {
-    sqlite3_stmt* s = series.get();
-    const int64_t id = sqlite3_column_int64(s, 0);
-    v1::CounterRow row;
-    row.set_scope(static_cast<v1::Scope>(sqlite3_column_int(s, 1)));
-    row.set_entity(ColumnText(s, 2));
-    row.set_port(static_cast<uint32_t>(sqlite3_column_int64(s, 3)));
-    row.set_counter(ColumnText(s, 4));
-    if (sqlite3_column_int64(s, 5) >= 0) row.set_prio(sqlite3_column_int64(s, 5));
-    if (sqlite3_column_int64(s, 6) >= 0) row.set_queue(sqlite3_column_int64(s, 6));
-    row.set_kind(static_cast<v1::ValueKind>(sqlite3_column_int(s, 7)));
-    {
-      Resetter reset{latest.get()};
-      sqlite3_bind_int64(latest.get(), 1, id);
-      if (sqlite3_step(latest.get()) != SQLITE_ROW) continue;  // pruned away
-      row.set_timestamp_us(sqlite3_column_int64(latest.get(), 0));
-      row.set_value(FromDb(sqlite3_column_int64(latest.get(), 1)));
+  if (!series.ok()) return series.status();
+  series.Bind(1, request.host()).Bind(2, request.device()).Bind(3, request.counter());
+  series.Bind(4, int64_t{request.scope()});
+  std::vector<int64_t> ids;
+  std::set<std::string> entities;
+  for (;;) {
+    auto row = series.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    SeriesInfo info;
+    info.scope = static_cast<v1::Scope>(series.Int(1));
+    info.entity = series.Text(2);
+    info.port = static_cast<uint32_t>(series.Int(3));
+    info.counter = series.Text(4);
+    info.prio = series.Int(5);
+    info.queue = series.Int(6);
+    info.kind = static_cast<v1::ValueKind>(series.Int(7));
+    ids.push_back(series.Int(0));
+    entities.insert(info.entity);
+    series_info_.emplace(series.Int(0), std::move(info));
+  }
+  if (ids.empty()) return std::vector<v1::CounterRow>();
+  const std::set<int64_t> wanted(ids.begin(), ids.end());
+  std::set<std::string> agents;
+  {
+    Statement get(reader_, "SELECT agent_id FROM entity_agents WHERE entity = ?1");
+    for (const std::string& entity : entities) {
+      get.Bind(1, entity);
+      for (;;) {
+        auto row = get.Step();
+        if (!row.ok()) return row.status();
+        if (!*row) break;
+        agents.insert(get.Text(0));
+      }
     }
-    if (row.kind() == v1::VALUE_KIND_COUNTER) {
-      // Rate over the window: the deltas after the window's first sample,
-      // divided by the time they span.
-      Resetter reset{window.get()};
-      sqlite3_bind_int64(window.get(), 1, id);
-      sqlite3_bind_int64(window.get(), 2, request.since_us());
-      int64_t first_ts = 0, last_ts = 0;
-      uint64_t increase = 0;
-      int n = 0;
-      while (sqlite3_step(window.get()) == SQLITE_ROW) {
-        const int64_t ts = sqlite3_column_int64(window.get(), 0);
-        if (n == 0) first_ts = ts;
-        else if (sqlite3_column_type(window.get(), 1) != SQLITE_NULL)
-          increase += FromDb(sqlite3_column_int64(window.get(), 1));
-        last_ts = ts;
-        ++n;
+  }
+  // Per series: the newest sample, and the increase over the window: the
+  // deltas after the window's first sample, over the time they span.
+  struct Acc {
+    int64_t latest_ts = INT64_MIN;
+    uint64_t latest_value = 0;
+    int64_t first_ts = 0, last_ts = 0;
+    uint64_t increase = 0;
+    int n = 0;
+  };
+  std::unordered_map<int64_t, Acc> acc;
+  auto fold = [&](const DecodedRun& run, bool window) {
+    size_t s = 0;
+    for (size_t e = 0; e < run.layout.entities(); ++e) {
+      for (uint32_t k = 0; k < run.layout.entity_sizes[e]; ++k, ++s) {
+        const int64_t id = run.layout.series[s];
+        if (!wanted.count(id)) continue;
+        Acc& a = acc[id];
+        for (const blocks::Poll& poll : run.polls) {
+          const int64_t ts = poll.ts_us[e];
+          if (ts >= a.latest_ts) {
+            a.latest_ts = ts;
+            a.latest_value = poll.value[s];
+          }
+          if (!window || ts < request.since_us()) continue;
+          if (a.n == 0) a.first_ts = ts;
+          else if (poll.flags[s] & blocks::kHasDelta) a.increase += poll.delta[s];
+          a.last_ts = ts;
+          ++a.n;
+        }
       }
-      if (n >= 2 && last_ts > first_ts) {
-        row.set_has_rate(true);
-        row.set_rate_per_second(static_cast<double>(increase) * 1e6 /
-                                static_cast<double>(last_ts - first_ts));
-      }
+    }
+  };
+  for (const std::string& agent : agents) {
+    auto runs = SampleStore::ReadRuns(reader_, agent, request.since_us(), INT64_MAX);
+    if (!runs.ok()) return runs.status();
+    for (const DecodedRun& run : *runs) fold(run, true);
+    // Series with nothing in the window still show their newest value.
+    std::set<int64_t> missing;
+    for (int64_t id : wanted)
+      if (!acc.count(id)) missing.insert(id);
+    if (missing.empty()) continue;
+    auto older = SampleStore::ReadNewestHolding(reader_, agent, request.since_us(), missing, 64);
+    if (!older.ok()) return older.status();
+    if (older->has_value()) fold(**older, false);
+  }
+  std::vector<v1::CounterRow> rows;
+  for (int64_t id : ids) {
+    auto it = acc.find(id);
+    if (it == acc.end()) continue;  // pruned away
+    const SeriesInfo& info = series_info_.at(id);
+    const Acc& a = it->second;
+    v1::CounterRow row;
+    row.set_scope(info.scope);
+    row.set_entity(info.entity);
+    row.set_port(info.port);
+    row.set_counter(info.counter);
+    if (info.prio >= 0) row.set_prio(static_cast<uint32_t>(info.prio));
+    if (info.queue >= 0) row.set_queue(static_cast<uint32_t>(info.queue));
+    row.set_kind(info.kind);
+    row.set_timestamp_us(a.latest_ts);
+    row.set_value(a.latest_value);
+    if (info.kind == v1::VALUE_KIND_COUNTER && a.n >= 2 && a.last_ts > a.first_ts) {
+      row.set_has_rate(true);
+      row.set_rate_per_second(static_cast<double>(a.increase) * 1e6 /
+                              static_cast<double>(a.last_ts - a.first_ts));
     }
     rows.push_back(std::move(row));
   }
-  if (rc != SQLITE_DONE) return SqlError(reader_, "counters");
   return rows;
 }
 
@@ -638,9 +768,15 @@ namespace rocefab::collector {
 
 absl::Status Store::WriteAnomalies(std::span<const v1::Anomaly> anomalies) {
   if (anomalies.empty()) return absl::OkStatus();
-  Statement put(writer_, "INSERT OR REPLACE INTO anomalies VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
-  if (!put.ok()) return SqlError(writer_, "prepare anomaly");
-  if (auto status = Exec(writer_, "BEGIN IMMEDIATE"); !status.ok()) return status;
+  std::lock_guard lock(jobs_mu_);
+  return WriteAnomaliesLocked(anomalies);
+}
+
+absl::Status Store::WriteAnomaliesLocked(std::span<const v1::Anomaly> anomalies) {
+  if (anomalies.empty()) return absl::OkStatus();
+  Statement put(jobs_db_, "INSERT OR REPLACE INTO anomalies VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
+  if (!put.ok()) return SqlError(jobs_db_, "prepare anomaly");
+  if (auto status = Exec(jobs_db_, "BEGIN IMMEDIATE"); !status.ok()) return status;
   for (const v1::Anomaly& a : anomalies) {
     sqlite3_reset(put.get());
     sqlite3_bind_int64(put.get(), 1, ToDb(a.id()));
@@ -651,16 +787,17 @@ absl::Status Store::WriteAnomalies(std::span<const v1::Anomaly> anomalies) {
     const std::string blob = a.SerializeAsString();
     sqlite3_bind_blob(put.get(), 6, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
     if (sqlite3_step(put.get()) != SQLITE_DONE) {
-      absl::Status status = SqlError(writer_, "store anomaly");
-      Exec(writer_, "ROLLBACK").IgnoreError();
+      absl::Status status = SqlError(jobs_db_, "store anomaly");
+      Exec(jobs_db_, "ROLLBACK").IgnoreError();
       return status;
     }
   }
-  return Exec(writer_, "COMMIT");
+  return Exec(jobs_db_, "COMMIT");
 }
 
 absl::StatusOr<uint64_t> Store::CloseOpenAnomalies(int64_t at_us) {
-  Statement open(writer_, "SELECT proto FROM anomalies WHERE end_us = 0");
+  std::lock_guard lock(jobs_mu_);
+  Statement open(jobs_db_, "SELECT proto FROM anomalies WHERE end_us = 0");
   std::vector<v1::Anomaly> closing;
   while (sqlite3_step(open.get()) == SQLITE_ROW) {
     v1::Anomaly a;
@@ -670,9 +807,9 @@ absl::StatusOr<uint64_t> Store::CloseOpenAnomalies(int64_t at_us) {
     closing.push_back(std::move(a));
   }
   open = Statement();
-  if (auto status = WriteAnomalies(closing); !status.ok()) return status;
-  Statement max(writer_, "SELECT coalesce(max(id), 0) FROM anomalies");
-  if (sqlite3_step(max.get()) != SQLITE_ROW) return SqlError(writer_, "max anomaly id");
+  if (auto status = WriteAnomaliesLocked(closing); !status.ok()) return status;
+  Statement max(jobs_db_, "SELECT coalesce(max(id), 0) FROM anomalies");
+  if (sqlite3_step(max.get()) != SQLITE_ROW) return SqlError(jobs_db_, "max anomaly id");
   return FromDb(sqlite3_column_int64(max.get(), 0));
 }
 

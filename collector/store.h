@@ -11,12 +11,15 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "collector/store/sample_store.h"
+#include "common/sqlite.h"
 #include "rocefab/v1/diagnosis.pb.h"
 #include "rocefab/v1/playbook.pb.h"
 #include "rocefab/v1/query.pb.h"
@@ -24,26 +27,27 @@
 
 namespace rocefab::collector {
 
-// RAII for one prepared statement.
-class Statement final {
- public:
-  Statement() = default;
-  Statement(sqlite3* db, const char* sql);
-  ~Statement();
-  Statement(Statement&& other) noexcept : stmt_(other.stmt_) { other.stmt_ = nullptr; }
-  Statement& operator=(Statement&& other) noexcept;
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  sqlite3_stmt* get() const { return stmt_; }
-  bool ok() const { return stmt_ != nullptr; }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
 struct StoreOptions {
   std::string path;
   bool relaxed_durability = false;  // synchronous=NORMAL instead of FULL
+  SampleStore::Options samples;
+  // A file in the row-per-sample schema (version 1) is converted on open;
+  // false refuses it with a message instead.
+  bool migrate = true;
+  // Reads only (tests, tools beside a running collector): no writer, no
+  // schema changes; write calls fail.
+  bool read_only = false;
+};
+
+// One stored sample, as tests and exports read them back.
+struct SampleRow {
+  SeriesInfo series;
+  int64_t ts_us = 0;
+  uint64_t value = 0;
+  bool has_delta = false;
+  uint64_t delta = 0;
+  bool reset = false;
+  uint64_t commit = 0;
 };
 
 // Outcome of storing one batch.
@@ -67,8 +71,21 @@ class Store final {
   absl::StatusOr<std::vector<WriteOutcome>> WriteBatches(
       std::span<const v1::TelemetryBatch* const> batches, int64_t received_us);
 
-  // Deletes samples and batch records older than `cutoff_us`. Writer thread only.
-  absl::StatusOr<uint64_t> Prune(int64_t cutoff_us);
+  // Deletes samples and records older than `cutoff_us`; sample runs with
+  // commits after `keep_after_commit` (not yet exported) stay. Writer thread
+  // only. Returns samples and rows deleted.
+  absl::StatusOr<uint64_t> Prune(int64_t cutoff_us, uint64_t keep_after_commit = UINT64_MAX);
+  // Seals full and idle sample runs; off the ack path. Writer thread only.
+  absl::StatusOr<int> SealRuns(int64_t now_us, int max_runs);
+  // The id of the newest durable commit (remote-write follows it).
+  uint64_t last_commit() const { return samples_ ? samples_->last_commit() : 0; }
+  // Which seqs of (agent, boot) are stored: every one up to the watermark,
+  // plus those above it.
+  struct StoredSeqs {
+    uint64_t watermark = 0;
+    std::set<uint64_t> above;
+  };
+  absl::StatusOr<StoredSeqs> GetStoredSeqs(const std::string& agent, const std::string& boot);
 
   // The job registry; any thread (job changes are rare and short).
   absl::StatusOr<v1::Job> StartJob(const v1::Job& job);
@@ -77,7 +94,7 @@ class Store final {
   absl::StatusOr<std::vector<v1::JobTimelinePoint>> JobTimeline(const std::string& job, int64_t since_us,
                                                                 int64_t bucket_us);
 
-  // Anomalies (insert or update by id). Writer thread only.
+  // Anomalies (insert or update by id). Any thread (their own connection).
   absl::Status WriteAnomalies(std::span<const v1::Anomaly> anomalies);
   // At start: anomalies left open by a previous run are closed at their last
   // update (they reopen if the condition persists). Returns the highest id.
@@ -95,23 +112,38 @@ class Store final {
   // Reads; any thread.
   absl::StatusOr<std::vector<v1::AgentInfo>> ListAgents();
   absl::StatusOr<std::vector<v1::CounterRow>> GetCounters(const v1::GetCountersRequest& request);
+  // Every sample of `entity` (all entities when empty) and `counter` (all
+  // when empty) in [from_us, to_us], oldest first.
+  absl::StatusOr<std::vector<SampleRow>> ReadSamples(const std::string& entity,
+                                                     const std::string& counter, int64_t from_us,
+                                                     int64_t to_us);
+  // Samples of commits in (after, upto], in commit order, with their series.
+  absl::StatusOr<std::vector<SampleRow>> ReadCommits(uint64_t after, uint64_t upto);
+  absl::StatusOr<SampleStore::Footprint> MeasureSamples();
 
  private:
   Store() = default;
   absl::Status Init(const StoreOptions& options);
-  absl::StatusOr<int64_t> SeriesId(const v1::EntitySamples& entity, const v1::Sample& sample);
-  absl::StatusOr<WriteOutcome> WriteOne(const v1::TelemetryBatch& batch, int64_t received_us);
+  absl::Status MigrateRowSamples(const std::string& path);
+  absl::Status WriteAnomaliesLocked(std::span<const v1::Anomaly> anomalies);  // REQUIRES: jobs_mu_
+  absl::StatusOr<WriteOutcome> WriteOne(const v1::TelemetryBatch& batch, int64_t received_us,
+                                        uint64_t commit);
+  // Flattens decoded runs into rows; series names from the reader cache.
+  absl::Status AppendRows(const std::vector<DecodedRun>& runs, const std::string& entity,
+                          const std::string& counter, int64_t from_us, int64_t to_us,
+                          std::vector<SampleRow>* out);
+  const SeriesInfo* Series(int64_t id);  // REQUIRES: reader_mu_ held
 
+  sqlite::Db writer_db_, reader_db_, jobs_db_holder_;
   sqlite3* writer_ = nullptr;
   sqlite3* reader_ = nullptr;
   std::mutex reader_mu_;
   sqlite3* jobs_db_ = nullptr;
   std::mutex jobs_mu_;
   // Writer statements.
-  Statement begin_, commit_, rollback_, insert_batch_, upsert_agent_, insert_series_,
-      find_series_, insert_sample_, insert_collective_;
-  std::unordered_map<std::string, int64_t> series_cache_;
-  std::string key_;
+  sqlite::Stmt begin_, commit_, rollback_, upsert_agent_, insert_collective_;
+  std::unique_ptr<SampleStore> samples_;
+  std::unordered_map<int64_t, SeriesInfo> series_info_;  // reader side; series never change
 };
 
 }  // namespace rocefab::collector

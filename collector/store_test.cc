@@ -129,10 +129,17 @@ TEST_F(StoreTest, CountersQueryReturnsLatestAndRate) {
 }
 
 TEST_F(StoreTest, RetentionPrunesOldSamples) {
-  Write({Batch(1, 1'000'000, 1, std::nullopt), Batch(2, 9'000'000, 2, 1)}, /*now=*/1'000'000);
+  // Retention drops whole sealed runs: one poll a run here.
+  store_.reset();
+  StoreOptions options{dir_ / "collector.db"};
+  options.samples.seal_polls = 1;
+  store_ = std::move(*Store::Open(options));
+  Write({Batch(1, 1'000'000, 1, std::nullopt)}, /*now=*/1'000'000);
+  Write({Batch(2, 9'000'000, 2, 1)}, /*now=*/9'000'000);
+  ASSERT_TRUE(store_->SealRuns(9'000'000, 10).ok());
   auto pruned = store_->Prune(5'000'000);
   ASSERT_TRUE(pruned.ok());
-  EXPECT_EQ(*pruned, 2u + 2u);  // 2 samples of batch 1, and both batch rows
+  EXPECT_EQ(*pruned, 2u);  // the 2 samples of batch 1
   v1::GetCountersRequest request;
   auto rows = store_->GetCounters(request);
   ASSERT_EQ(rows->size(), 2u);

@@ -66,7 +66,7 @@ class Collector {
     auto store = Store::Open({db});
     EXPECT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
-    ingester_ = std::make_unique<Ingester>(Ingester::Options{}, *store_, latest_, metrics_,
+    ingester_ = std::make_unique<Ingester>(Ingester::Options{}, *store_, nullptr, metrics_,
                                            SystemClock::Instance());
     agents_ = std::make_unique<AgentRegistry>(metrics_);
     service_ = std::make_unique<TelemetryService>(*ingester_, *agents_, metrics_);
@@ -92,7 +92,6 @@ class Collector {
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   CollectorMetrics metrics_;
-  LatestValues latest_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Ingester> ingester_;
   std::unique_ptr<AgentRegistry> agents_;

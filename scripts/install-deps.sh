@@ -19,8 +19,12 @@ packages=(
   libbenchmark-dev
   iproute2 procps openssl curl
   libcurl4-openssl-dev
+  # Block compression for the embedded store and remote-write (snappy is the spec's).
+  libzstd-dev libsnappy-dev
   # Real peers for the tests: Prometheus (and promtool) and Alertmanager (and amtool).
   prometheus prometheus-alertmanager
+  # A distributed-TSDB peer for remote-write and PromQL read-back.
+  victoria-metrics
 )
 
 missing=()

@@ -5,6 +5,11 @@
 #include <signal.h>
 #include <sqlite3.h>
 
+#include <set>
+#include <tuple>
+
+#include "collector/store.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -85,7 +90,26 @@ class TelemetrySpine : public ::testing::Test {
 
   int64_t Batches(const std::string& host) {
     Db db(db_path());
-    return db.Int("SELECT count(*) FROM batches WHERE agent_id = ?1", {host});
+    return db.Int("SELECT batches FROM agents WHERE agent_id = ?1", {host});
+  }
+
+  // The collector's sample store, read beside the running collector.
+  std::unique_ptr<collector::Store> OpenStore() {
+    collector::StoreOptions options;
+    options.path = db_path();
+    options.read_only = true;
+    auto store = collector::Store::Open(options);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+
+  // The newest stored value of a series, or -1.
+  int64_t Latest(const std::string& entity, const std::string& counter) {
+    auto store = OpenStore();
+    if (!store) return -1;
+    auto rows = store->ReadSamples(entity, counter, 0, INT64_MAX);
+    if (!rows.ok() || rows->empty()) return -1;
+    return static_cast<int64_t>(rows->back().value);
   }
 
   bool WaitForBatches(int64_t at_least, std::chrono::seconds timeout) {
@@ -121,16 +145,15 @@ TEST_F(TelemetrySpine, TwoHostAgentsReportAndTheCliShowsThem) {
     Db db(db_path());
     EXPECT_EQ(db.Int("SELECT count(*) FROM agents"), 2);
     // rx_bytes is port_rcv_data x 4.
-    const std::string latest =
-        "SELECT value FROM samples JOIN series ON series.id = samples.series_id "
-        "WHERE entity = ?1 AND counter = ?2 ORDER BY ts_us DESC LIMIT 1";
-    EXPECT_EQ(db.Int(latest, {"z1-r01-h1/mlx5_0", "rx_bytes"}), 1'000'000'000);
-    EXPECT_EQ(db.Int(latest, {"z1-r01-h2/mlx5_0", "rx_bytes"}), 20'000'000'000);
-    // N/A and garbage values never become rows.
+    EXPECT_EQ(Latest("z1-r01-h1/mlx5_0", "rx_bytes"), 1'000'000'000);
+    EXPECT_EQ(Latest("z1-r01-h2/mlx5_0", "rx_bytes"), 20'000'000'000);
+    // N/A and garbage values never become series.
     EXPECT_EQ(db.Int("SELECT count(*) FROM series WHERE entity = 'z1-r01-h1/mlx5_1' AND "
                      "counter IN ('symbol_errors', 'rx_errors', 'link_error_recovery')"),
               0);
-    EXPECT_GT(db.Int("SELECT count(*) FROM samples"), 100);
+    auto store = OpenStore();
+    ASSERT_TRUE(store);
+    EXPECT_GT(store->ReadSamples("", "", 0, INT64_MAX)->size(), 100u);
   }
 
   // Traffic: the NIC receives 1 MB more; the rate shows up in the CLI.
@@ -281,25 +304,28 @@ TEST_F(TelemetrySpine, SigkillOfTheCollectorLosesAndDuplicatesNoAckedBatch) {
     const std::string boot = report["agent_boot_id"];
     const int64_t max_acked = report["max_acked_seq"];
     const int64_t last_seq = report["last_seq"];
-    const std::vector<std::string> key = {host, boot};
-    const int64_t stored = db.Int(
-        "SELECT count(*) FROM batches WHERE agent_id = ?1 AND agent_boot_id = ?2", key);
-    const int64_t acked_present = db.Int(
-        "SELECT count(*) FROM batches WHERE agent_id = ?1 AND agent_boot_id = ?2 AND seq <= " +
-            std::to_string(max_acked),
-        key);
-    const int64_t max_stored = db.Int(
-        "SELECT max(seq) FROM batches WHERE agent_id = ?1 AND agent_boot_id = ?2", key);
-    const int64_t declared = db.Int(
-        "SELECT sum(n_samples) FROM batches WHERE agent_id = ?1 AND agent_boot_id = ?2", key);
-    const int64_t sample_rows = db.Int(
-        "SELECT count(*) FROM samples JOIN series ON series.id = samples.series_id "
-        "WHERE entity LIKE ?1 || '/%'",
-        {host});
-    const int64_t distinct_rows = db.Int(
-        "SELECT count(*) FROM (SELECT DISTINCT series_id, ts_us FROM samples JOIN series ON "
-        "series.id = samples.series_id WHERE entity LIKE ?1 || '/%')",
-        {host});
+    auto store = OpenStore();
+    ASSERT_TRUE(store);
+    auto seqs = store->GetStoredSeqs(host, boot);
+    ASSERT_TRUE(seqs.ok()) << seqs.status();
+    // Stored seqs: 1..watermark, plus any above it (a gap would leave some).
+    int64_t acked_present = std::min<int64_t>(static_cast<int64_t>(seqs->watermark), max_acked);
+    for (uint64_t seq : seqs->above)
+      if (static_cast<int64_t>(seq) <= max_acked) ++acked_present;
+    const int64_t stored = static_cast<int64_t>(seqs->watermark + seqs->above.size());
+    const int64_t max_stored = static_cast<int64_t>(
+        seqs->above.empty() ? seqs->watermark : std::max(seqs->watermark, *seqs->above.rbegin()));
+    const int64_t declared = db.Int("SELECT samples FROM agents WHERE agent_id = ?1", {host});
+    auto rows = store->ReadSamples("", "", 0, INT64_MAX);
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    int64_t sample_rows = 0;
+    std::set<std::tuple<std::string, std::string, int64_t, int64_t, int64_t>> distinct;
+    for (const collector::SampleRow& r : *rows) {
+      if (r.series.entity.rfind(std::string(host) + "/", 0) != 0) continue;
+      ++sample_rows;
+      distinct.emplace(r.series.entity, r.series.counter, r.series.prio, r.series.queue, r.ts_us);
+    }
+    const int64_t distinct_rows = static_cast<int64_t>(distinct.size());
 
     std::cout << "[accounting] " << host << ": last_seq=" << last_seq
               << " max_acked_seq=" << max_acked << " acked_stored=" << report["acked_stored"]

@@ -1,0 +1,210 @@
+#include "collector/store/block_codec.h"
+
+#include <zstd.h>
+
+#include "common/strings.h"
+
+namespace rocefab::collector::blocks {
+namespace {
+
+constexpr uint64_t kLayoutVersion = 1;
+// A decoded part never claims more than this many polls or series: a
+// corrupted header must not make the decoder allocate without bound.
+constexpr uint64_t kMaxPolls = 1 << 20;
+constexpr uint64_t kMaxSeries = 1 << 22;
+
+uint64_t Zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+int64_t Unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+
+absl::Status Corrupt(std::string_view what) {
+  return absl::DataLossError(StrCat("sample block: ", what));
+}
+
+}  // namespace
+
+void PutVarint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+bool GetVarint(std::string_view& in, uint64_t* v) {
+  uint64_t result = 0;
+  for (int shift = 0; shift < 64 && !in.empty(); shift += 7) {
+    const uint8_t byte = static_cast<uint8_t>(in.front());
+    in.remove_prefix(1);
+    result |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) {
+      *v = result;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string Layout::Encode() const {
+  std::string out;
+  PutVarint(kLayoutVersion, &out);
+  PutVarint(entity_sizes.size(), &out);
+  for (uint32_t n : entity_sizes) PutVarint(n, &out);
+  PutVarint(series.size(), &out);
+  int64_t prev = 0;
+  for (size_t i = 0; i < series.size(); ++i) {
+    PutVarint(Zigzag(series[i] - prev), &out);
+    prev = series[i];
+    out.push_back(static_cast<char>(gauge[i]));
+  }
+  return out;
+}
+
+absl::StatusOr<Layout> Layout::Decode(std::string_view in) {
+  Layout layout;
+  uint64_t version = 0, entities = 0, n = 0;
+  if (!GetVarint(in, &version) || version != kLayoutVersion) return Corrupt("unknown layout version");
+  if (!GetVarint(in, &entities) || entities > kMaxSeries) return Corrupt("bad entity count");
+  uint64_t total = 0;
+  for (uint64_t i = 0; i < entities; ++i) {
+    if (!GetVarint(in, &n) || n > kMaxSeries) return Corrupt("bad entity size");
+    layout.entity_sizes.push_back(static_cast<uint32_t>(n));
+    total += n;
+  }
+  if (!GetVarint(in, &n) || n != total) return Corrupt("series count does not match the entities");
+  int64_t prev = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t step = 0;
+    if (!GetVarint(in, &step) || in.empty()) return Corrupt("truncated layout");
+    prev += Unzigzag(step);
+    layout.series.push_back(prev);
+    layout.gauge.push_back(static_cast<uint8_t>(in.front()) ? 1 : 0);
+    in.remove_prefix(1);
+  }
+  if (!in.empty()) return Corrupt("trailing bytes after the layout");
+  return layout;
+}
+
+uint64_t Layout::Hash() const {
+  // FNV-1a over the ids and entity boundaries; equality is checked in full.
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ULL;
+    }
+  };
+  for (uint32_t n : entity_sizes) mix(n);
+  for (int64_t id : series) mix(static_cast<uint64_t>(id));
+  return h;
+}
+
+ChainState::ChainState(const Layout& layout)
+    : ts(layout.entities(), 0),
+      ts_step(layout.entities(), 0),
+      value(layout.series.size(), 0),
+      value_step(layout.series.size(), 0) {}
+
+void EncodeColumns(const Layout& layout, std::span<const Poll> polls, ChainState& state,
+                   std::string* out) {
+  const size_t n_series = layout.series.size();
+  PutVarint(polls.size(), out);
+  for (const Poll& p : polls) {
+    PutVarint(p.commit - state.commit, out);
+    state.commit = p.commit;
+  }
+  for (size_t e = 0; e < layout.entities(); ++e) {
+    for (const Poll& p : polls) {
+      const int64_t step = p.ts_us[e] - state.ts[e];
+      PutVarint(Zigzag(step - state.ts_step[e]), out);
+      state.ts_step[e] = step;
+      state.ts[e] = p.ts_us[e];
+    }
+  }
+  for (size_t s = 0; s < n_series; ++s) {
+    const bool gauge = layout.gauge[s] != 0;
+    for (const Poll& p : polls) {
+      // Unsigned arithmetic wraps, so a counter that wrapped still codes.
+      const uint64_t step = p.value[s] - state.value[s];
+      if (gauge) PutVarint(Zigzag(static_cast<int64_t>(step)), out);
+      else PutVarint(Zigzag(static_cast<int64_t>(step - state.value_step[s])), out);
+      out->push_back(static_cast<char>(p.flags[s]));
+      if (p.flags[s] & kHasDelta) PutVarint(Zigzag(static_cast<int64_t>(p.delta[s] - step)), out);
+      state.value_step[s] = step;
+      state.value[s] = p.value[s];
+    }
+  }
+}
+
+absl::Status DecodeColumns(const Layout& layout, std::string_view in, ChainState& state,
+                           std::vector<Poll>* out) {
+  const size_t n_series = layout.series.size();
+  if (state.ts.size() != layout.entities() || state.value.size() != n_series)
+    return absl::InternalError("sample block: chain state does not fit the layout");
+  uint64_t n = 0;
+  if (!GetVarint(in, &n) || n > kMaxPolls) return Corrupt("bad poll count");
+  // Each poll takes at least a commit byte and two bytes per series (value
+  // and flags): reject a count the bytes cannot hold before allocating.
+  if (n * (2 * n_series + 1) > in.size()) return Corrupt("poll count larger than the part");
+  const size_t first = out->size();
+  out->resize(first + n);
+  for (size_t i = first; i < out->size(); ++i) {
+    Poll& p = (*out)[i];
+    uint64_t step = 0;
+    if (!GetVarint(in, &step)) return Corrupt("truncated commit column");
+    state.commit += step;
+    p.commit = state.commit;
+    p.ts_us.resize(layout.entities());
+    p.value.resize(n_series);
+    p.delta.assign(n_series, 0);
+    p.flags.resize(n_series);
+  }
+  for (size_t e = 0; e < layout.entities(); ++e) {
+    for (size_t i = first; i < out->size(); ++i) {
+      uint64_t dod = 0;
+      if (!GetVarint(in, &dod)) return Corrupt("truncated timestamp column");
+      state.ts_step[e] += Unzigzag(dod);
+      state.ts[e] += state.ts_step[e];
+      (*out)[i].ts_us[e] = state.ts[e];
+    }
+  }
+  for (size_t s = 0; s < n_series; ++s) {
+    const bool gauge = layout.gauge[s] != 0;
+    for (size_t i = first; i < out->size(); ++i) {
+      Poll& p = (*out)[i];
+      uint64_t coded = 0;
+      if (!GetVarint(in, &coded) || in.empty()) return Corrupt("truncated value column");
+      const uint64_t step = gauge ? static_cast<uint64_t>(Unzigzag(coded))
+                                  : state.value_step[s] + static_cast<uint64_t>(Unzigzag(coded));
+      state.value_step[s] = step;
+      state.value[s] += step;
+      p.value[s] = state.value[s];
+      p.flags[s] = static_cast<uint8_t>(in.front());
+      in.remove_prefix(1);
+      if (p.flags[s] & kHasDelta) {
+        if (!GetVarint(in, &coded)) return Corrupt("truncated delta column");
+        p.delta[s] = step + static_cast<uint64_t>(Unzigzag(coded));
+      }
+    }
+  }
+  if (!in.empty()) return Corrupt("trailing bytes after the columns");
+  return absl::OkStatus();
+}
+
+std::string Compress(std::string_view raw, int level) {
+  std::string out(ZSTD_compressBound(raw.size()), '\0');
+  const size_t n = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), level);
+  out.resize(ZSTD_isError(n) ? 0 : n);
+  return out;
+}
+
+absl::StatusOr<std::string> Decompress(std::string_view compressed) {
+  const unsigned long long size = ZSTD_getFrameContentSize(compressed.data(), compressed.size());
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > (1ULL << 30))
+    return Corrupt("not a zstd frame of known size");
+  std::string out(size, '\0');
+  const size_t n = ZSTD_decompress(out.data(), out.size(), compressed.data(), compressed.size());
+  if (ZSTD_isError(n) || n != size) return Corrupt(StrCat("zstd: ", ZSTD_getErrorName(n)));
+  return out;
+}
+
+}  // namespace rocefab::collector::blocks
