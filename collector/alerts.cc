@@ -1,13 +1,12 @@
 #include "collector/alerts.h"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "common/clock.h"
 #include "common/daemon_setup.h"
+#include "common/http_client.h"
 #include "common/log.h"
 #include "common/strings.h"
 
@@ -86,30 +85,13 @@ nlohmann::json Annotations(const v1::Alert& a) {
   return j;
 }
 
-size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
-
 // POSTs `body`; returns the HTTP status, or 0 with `error` set.
 long Post(const std::string& url, const std::string& body, std::string* error) {
-  CURL* curl = curl_easy_init();
-  if (curl == nullptr) {
-    *error = "curl_easy_init failed";
-    return 0;
-  }
-  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Discard);
-  long code = 0;
-  const CURLcode rc = curl_easy_perform(curl);
-  if (rc != CURLE_OK) *error = curl_easy_strerror(rc);
-  else curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(curl);
-  return code;
+  HttpPostOptions options;
+  options.headers = {"Content-Type: application/json"};
+  const HttpResult result = HttpPost(url, body, options);
+  if (!result.error.empty()) *error = result.error;
+  return result.status;
 }
 
 bool Matches(const v1::Silence& s, const v1::Alert& a) {
@@ -220,7 +202,6 @@ Alerter::~Alerter() {
 
 void Alerter::Start() {
   if (options_.alertmanager_urls.empty() && options_.webhook_urls.empty()) return;
-  curl_global_init(CURL_GLOBAL_DEFAULT);
   sender_ = std::thread([this] { SenderLoop(); });
 }
 

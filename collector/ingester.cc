@@ -141,6 +141,7 @@ void Ingester::CommitGroup(std::deque<Item>& group) {
       metrics_.batches_duplicate.Increment();
     }
   }
+  if (on_commit_) on_commit_(store_.last_commit());
   if (newest_created_us > 0)
     metrics_.ingest_lag_seconds.Set(static_cast<double>(clock_.NowUs() - newest_created_us) / 1e6);
 }

@@ -48,6 +48,9 @@ class Ingester final {
   // Samples of commits after this one are kept by retention (remote-write
   // has not sent them yet). Any thread.
   void HoldAfterCommit(uint64_t commit) { hold_after_commit_.store(commit); }
+  // Called on the ingester thread after each commit with its id (export
+  // modules follow the store). Call before Start.
+  void SetCommitListener(std::function<void(uint64_t)> listener) { on_commit_ = std::move(listener); }
   // Monotonic time of the last loop iteration, for the watchdog.
   int64_t last_progress_us() const;
   size_t queued() const;
@@ -77,6 +80,7 @@ class Ingester final {
   std::thread thread_;
   std::atomic<uint64_t> hold_after_commit_{UINT64_MAX};
   int64_t last_measure_us_ = 0;
+  std::function<void(uint64_t)> on_commit_;
   std::unordered_map<std::string, std::pair<std::string, int64_t>> host_job_;  // host -> (job, until)
 };
 

@@ -13,11 +13,6 @@
 namespace rocefab::collector {
 namespace {
 
-std::string PortOf(const std::string& entity) {
-  const size_t slash = entity.find('/');
-  return slash == std::string::npos ? std::string() : entity.substr(slash + 1);
-}
-
 // How much trouble one interval of a series shows, for top-K: pause time,
 // ECN marks, and errors (weighted: one lost frame costs a go-back-N).
 double Trouble(const std::string& counter, uint64_t delta) {
@@ -206,16 +201,8 @@ std::vector<prometheus::MetricFamily> LatestValues::Collect() const {
       const CounterDef& def = *FindCounter(static_cast<v1::Scope>(scope), counter);
       prometheus::MetricFamily& family = families[fam->second];
       prometheus::ClientMetric metric;
-      if (scope == v1::SCOPE_NIC) {
-        metric.label.push_back({"host", EntityDevice(entity)});
-        metric.label.push_back({"device", PortOf(entity)});
-        metric.label.push_back({"port", std::to_string(port)});
-      } else {
-        metric.label.push_back({"switch", EntityDevice(entity)});
-        metric.label.push_back({"port", PortOf(entity)});
-      }
-      if (prio >= 0) metric.label.push_back({"prio", std::to_string(prio)});
-      if (queue >= 0) metric.label.push_back({"queue", std::to_string(queue)});
+      for (auto& [name, value] : SeriesLabels(static_cast<v1::Scope>(scope), entity, port, prio, queue))
+        metric.label.push_back({std::move(name), std::move(value)});
       const double value = static_cast<double>(it->second.value) * MetricScale(def);
       if (def.kind == v1::VALUE_KIND_COUNTER) metric.counter.value = value;
       else metric.gauge.value = value;

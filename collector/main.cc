@@ -15,6 +15,7 @@
 #include "collector/collector_metrics.h"
 #include "collector/detectors.h"
 #include "collector/diagnosis_metrics.h"
+#include "collector/export/remote_write.h"
 #include "collector/fabric_context.h"
 #include "collector/ingester.h"
 #include "collector/latest_values.h"
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
   app.add_option("--retention", retention_text, "how long samples are kept, e.g. 7d, 12h")
       ->capture_default_str();
   std::string topology_path, controller;
-  std::vector<std::string> alertmanagers, webhooks, auto_playbooks;
+  std::vector<std::string> alertmanagers, webhooks, auto_playbooks, remote_writes;
   std::string playbooks_dir;
   app.add_option("--auto-playbook", auto_playbooks,
                  "PLAYBOOK:KIND: run this playbook by itself when an alert of KIND fires, e.g. "
@@ -59,6 +60,10 @@ int main(int argc, char** argv) {
                                                    "/usr/share/rocefab/playbooks/auto)");
   app.add_option("--alertmanager", alertmanagers, "Alertmanager base URL to push alerts to (repeatable)");
   app.add_option("--webhook", webhooks, "URL to POST Alertmanager-webhook (v4) JSON to (repeatable)");
+  app.add_option("--remote-write", remote_writes,
+                 "Prometheus remote-write URL to forward every counter sample to, e.g. "
+                 "http://victoria:8428/api/v1/write (repeatable; more options in the config's "
+                 "remote_write list)");
   uint32_t metrics_top_k = 20;
   bool metrics_all_entities = false;
   app.add_option("--metrics-top-k", metrics_top_k,
@@ -91,6 +96,13 @@ int main(int argc, char** argv) {
   if (app.count("--controller")) config.set_controller(controller);
   for (const auto& url : alertmanagers) config.mutable_alerting()->add_alertmanager_urls(url);
   for (const auto& url : webhooks) config.mutable_alerting()->add_webhook_urls(url);
+  for (const auto& url : remote_writes) config.add_remote_write()->set_url(url);
+  std::vector<collector::RemoteWriteOptions> remote_write_options;
+  for (const auto& rw : config.remote_write()) {
+    auto resolved = collector::ResolveRemoteWrite(rw);
+    if (!resolved.ok()) return UsageError(kProgram, resolved.status());
+    remote_write_options.push_back(std::move(*resolved));
+  }
   if (!playbooks_dir.empty()) config.mutable_remediation()->set_playbooks_dir(playbooks_dir);
   for (const std::string& spec : auto_playbooks) {
     const size_t colon = spec.find(':');
@@ -148,6 +160,22 @@ int main(int argc, char** argv) {
   // Ingester -> Observer: batches once they are durably stored.
   Queue<collector::StoredBatch> stored_batches;
   collector::Ingester ingester(ingest_options, **store, &stored_batches, metrics, clock);
+  // Ingester -> RemoteWriters: the newest durable commit. They read it back
+  // from the store; retention keeps what the slowest has not sent.
+  std::vector<std::unique_ptr<collector::RemoteWriter>> remote_writers;
+  for (auto& options : remote_write_options)
+    remote_writers.push_back(
+        std::make_unique<collector::RemoteWriter>(std::move(options), **store, *registry, clock));
+  if (!remote_writers.empty()) {
+    ingester.SetCommitListener([&remote_writers, &ingester](uint64_t commit) {
+      uint64_t slowest = UINT64_MAX;
+      for (auto& writer : remote_writers) {
+        writer->Notify(commit);
+        slowest = std::min(slowest, writer->cursor());
+      }
+      ingester.HoldAfterCommit(slowest);
+    });
+  }
   auto last_anomaly = (*store)->CloseOpenAnomalies(clock.NowUs());
   if (!last_anomaly.ok()) {
     std::cerr << "rocefab-collectord: " << last_anomaly.status().message() << "\n";
@@ -190,6 +218,12 @@ int main(int argc, char** argv) {
   (*alerter)->Start();
   remediator.Start();
   observer.Start();
+  for (auto& writer : remote_writers) {
+    if (auto status = writer->Start(); !status.ok()) {
+      std::cerr << "rocefab-collectord: remote-write: " << status.message() << "\n";
+      return 1;
+    }
+  }
   ingester.Start();
   auto server = StartGrpcServer(config.listen(), config.tls(), {&telemetry, &query});
   if (!server.ok()) {
@@ -222,6 +256,7 @@ int main(int argc, char** argv) {
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   ingester.Stop();  // closes the observer's queue
   observer.Stop();
+  for (auto& writer : remote_writers) writer->Stop();
   remediator.Stop();
   context.Stop();
   (*alerter)->Stop();

@@ -636,6 +636,49 @@ absl::StatusOr<Store::StoredSeqs> Store::GetStoredSeqs(const std::string& agent,
   return seqs;
 }
 
+absl::StatusOr<Store::Backlog> Store::BacklogAfter(uint64_t commit) {
+  std::lock_guard lock(reader_mu_);
+  Statement get(reader_,
+                "SELECT coalesce(sum(bytes), 0), coalesce(sum(samples), 0) FROM runs WHERE "
+                "last_commit > ?1");
+  get.Bind(1, ToDb(std::min<uint64_t>(commit, INT64_MAX)));
+  auto row = get.Step();
+  if (!row.ok()) return row.status();
+  return Backlog{FromDb(get.Int(0)), FromDb(get.Int(1))};
+}
+
+absl::StatusOr<uint64_t> Store::CommitKeeping(uint64_t after, uint64_t max_bytes) {
+  std::lock_guard lock(reader_mu_);
+  Statement get(reader_,
+                "SELECT last_commit, bytes FROM runs WHERE last_commit > ?1 ORDER BY last_commit DESC");
+  get.Bind(1, ToDb(std::min<uint64_t>(after, INT64_MAX)));
+  uint64_t total = 0;
+  for (;;) {
+    auto row = get.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return after;
+    total += FromDb(get.Int(1));
+    if (total > max_bytes) return FromDb(get.Int(0));
+  }
+}
+
+absl::StatusOr<std::string> Store::GetMeta(const std::string& key) {
+  std::lock_guard lock(jobs_mu_);
+  Statement get(jobs_db_, "SELECT value FROM meta WHERE key = ?1");
+  get.Bind(1, key);
+  auto row = get.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return absl::NotFoundError(StrCat("no ", key));
+  return get.Text(0);
+}
+
+absl::Status Store::SetMeta(const std::string& key, const std::string& value) {
+  std::lock_guard lock(jobs_mu_);
+  Statement put(jobs_db_, "INSERT OR REPLACE INTO meta VALUES(?1, ?2)");
+  put.Bind(1, key).Bind(2, value);
+  return put.Run();
+}
+
 absl::StatusOr<SampleStore::Footprint> Store::MeasureSamples() {
   std::lock_guard lock(reader_mu_);
   return SampleStore::Measure(reader_);

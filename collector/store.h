@@ -120,6 +120,16 @@ class Store final {
   // Samples of commits in (after, upto], in commit order, with their series.
   absl::StatusOr<std::vector<SampleRow>> ReadCommits(uint64_t after, uint64_t upto);
   absl::StatusOr<SampleStore::Footprint> MeasureSamples();
+  // Compressed bytes and samples of the runs with commits after `commit`.
+  struct Backlog {
+    uint64_t bytes = 0, samples = 0;
+  };
+  absl::StatusOr<Backlog> BacklogAfter(uint64_t commit);
+  // The lowest commit such that the runs after it hold at most `max_bytes`.
+  absl::StatusOr<uint64_t> CommitKeeping(uint64_t after, uint64_t max_bytes);
+  // Small durable settings (remote-write cursors); any thread.
+  absl::StatusOr<std::string> GetMeta(const std::string& key);
+  absl::Status SetMeta(const std::string& key, const std::string& value);
 
  private:
   Store() = default;

@@ -158,4 +158,25 @@ double MetricScale(const CounterDef& def) {
   return def.name.ends_with("_us") ? 1e-6 : 1.0;
 }
 
+std::vector<std::pair<std::string, std::string>> SeriesLabels(v1::Scope scope,
+                                                              const std::string& entity,
+                                                              uint32_t port, int64_t prio,
+                                                              int64_t queue) {
+  const size_t slash = entity.find('/');
+  const std::string device = slash == std::string::npos ? entity : entity.substr(0, slash);
+  const std::string rest = slash == std::string::npos ? std::string() : entity.substr(slash + 1);
+  std::vector<std::pair<std::string, std::string>> labels;
+  if (scope == v1::SCOPE_NIC) {
+    labels.emplace_back("host", device);
+    labels.emplace_back("device", rest);
+    labels.emplace_back("port", std::to_string(port));
+  } else {
+    labels.emplace_back("switch", device);
+    labels.emplace_back("port", rest);
+  }
+  if (prio >= 0) labels.emplace_back("prio", std::to_string(prio));
+  if (queue >= 0) labels.emplace_back("queue", std::to_string(queue));
+  return labels;
+}
+
 }  // namespace rocefab

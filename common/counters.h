@@ -7,6 +7,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/counter_delta.h"
 #include "rocefab/v1/telemetry.pb.h"
@@ -53,5 +55,13 @@ bool ParseScope(std::string_view name, v1::Scope* scope);
 std::string MetricName(const CounterDef& def);
 // The factor from the stored value to the exported one (1e-6 for _us).
 double MetricScale(const CounterDef& def);
+
+// The labels of one series as docs/metrics.md names them: host, device, port
+// for a NIC; switch, port for a switch port or queue; then prio and queue
+// where present (-1: absent).
+std::vector<std::pair<std::string, std::string>> SeriesLabels(v1::Scope scope,
+                                                              const std::string& entity,
+                                                              uint32_t port, int64_t prio,
+                                                              int64_t queue);
 
 }  // namespace rocefab

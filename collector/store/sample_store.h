@@ -14,6 +14,7 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -120,8 +121,9 @@ CREATE TABLE IF NOT EXISTS parts(
   absl::Status Init();
 
   // The id the next commit's polls carry. Commit ids only grow.
-  uint64_t NextCommit() const { return last_commit_ + 1; }
-  uint64_t last_commit() const { return last_commit_; }
+  uint64_t NextCommit() const { return last_commit_.load() + 1; }
+  // Any thread.
+  uint64_t last_commit() const { return last_commit_.load(); }
 
   // True when (agent, boot, seq) was stored before (or earlier in this
   // commit); otherwise records it as stored by this commit.
@@ -214,7 +216,7 @@ CREATE TABLE IF NOT EXISTS parts(
 
   sqlite3* db_;
   Options options_;
-  uint64_t last_commit_ = 0;
+  std::atomic<uint64_t> last_commit_{0};
   sqlite::Stmt insert_series_, find_series_, insert_entity_agent_, insert_run_, update_run_,
       insert_part_, get_boot_, put_boot_, put_commit_;
   std::unordered_map<std::string, int64_t> series_cache_;

@@ -1,0 +1,294 @@
+#include "collector/export/remote_write.h"
+
+#include <snappy.h>
+
+#include <algorithm>
+#include <map>
+
+#include "common/counters.h"
+#include "common/daemon_setup.h"
+#include "common/http_client.h"
+#include "common/log.h"
+#include "common/strings.h"
+
+namespace rocefab::collector {
+namespace {
+
+constexpr char kLog[] = "remote-write";
+
+bool ValidLabelName(const std::string& name) {
+  if (name.empty() || name.starts_with("__")) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (!(std::isalpha(static_cast<unsigned char>(c)) || c == '_' || (i > 0 && std::isdigit(static_cast<unsigned char>(c)))))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<RemoteWriteOptions> ResolveRemoteWrite(const v1::RemoteWriteConfig& config) {
+  RemoteWriteOptions o;
+  if (!config.url().starts_with("http://") && !config.url().starts_with("https://"))
+    return absl::InvalidArgumentError(
+        StrCat("remote_write url '", config.url(), "': expected http:// or https://"));
+  o.url = config.url();
+  o.name = config.name().empty() ? config.url() : config.name();
+  for (const std::string& scope : config.scopes()) {
+    v1::Scope parsed;
+    if (!ParseScope(scope, &parsed) || parsed == v1::SCOPE_COLL)
+      return absl::InvalidArgumentError(
+          StrCat("remote_write scopes: '", scope, "' is not one of nic, port, queue"));
+    o.scopes.insert(parsed);
+  }
+  for (const std::string& counter : config.counters()) {
+    bool known = false;
+    for (const CounterDef& def : AllCounters()) known = known || def.name == counter;
+    if (!known)
+      return absl::InvalidArgumentError(
+          StrCat("remote_write counters: '", counter, "' is not in the vocabulary (docs/counters.md)"));
+    o.counters.insert(counter);
+  }
+  for (const auto& [name, value] : config.extra_labels()) {
+    if (!ValidLabelName(name))
+      return absl::InvalidArgumentError(
+          StrCat("remote_write extra_labels: '", name, "' is not a label name"));
+    o.extra_labels.emplace_back(name, value);
+  }
+  std::sort(o.extra_labels.begin(), o.extra_labels.end());
+  if (config.max_queue_bytes()) o.max_queue_bytes = config.max_queue_bytes();
+  if (config.max_samples_per_request()) o.max_samples_per_request = config.max_samples_per_request();
+  if (config.has_timeout()) {
+    const int64_t timeout = DurationToUs(config.timeout());
+    if (timeout <= 0) return absl::InvalidArgumentError("remote_write timeout must be positive");
+    o.timeout_us = timeout;
+  }
+  if (!config.basic_auth_file().empty()) {
+    FILE* f = fopen(config.basic_auth_file().c_str(), "r");
+    if (f == nullptr)
+      return absl::InvalidArgumentError(
+          StrCat("remote_write basic_auth_file ", config.basic_auth_file(), ": cannot read"));
+    char buf[1024] = {};
+    const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    std::string text(buf, n);
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    if (text.find(':') == std::string::npos)
+      return absl::InvalidArgumentError("remote_write basic_auth_file: expected user:password");
+    o.basic_auth = text;
+  }
+  return o;
+}
+
+std::vector<std::pair<prometheus::WriteRequest, uint64_t>> BuildWriteRequests(
+    const std::vector<SampleRow>& rows, const RemoteWriteOptions& options) {
+  std::vector<std::pair<prometheus::WriteRequest, uint64_t>> out;
+  prometheus::WriteRequest request;
+  std::map<std::string, prometheus::TimeSeries*> by_series;
+  size_t samples = 0;
+  uint64_t last_commit = 0;
+  std::string key;
+  auto flush = [&] {
+    if (samples > 0) out.emplace_back(std::move(request), last_commit);
+    request = prometheus::WriteRequest();
+    by_series.clear();
+    samples = 0;
+  };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SampleRow& row = rows[i];
+    // Split only where a commit ends, so the cursor is exact.
+    if (row.commit != last_commit && samples >= options.max_samples_per_request) flush();
+    last_commit = row.commit;
+    const SeriesInfo& s = row.series;
+    if (!options.scopes.empty() && !options.scopes.count(s.scope)) continue;
+    if (!options.counters.empty() && !options.counters.count(s.counter)) continue;
+    const CounterDef* def = FindCounter(s.scope, s.counter);
+    if (def == nullptr || s.scope == v1::SCOPE_COLL) continue;
+    key.clear();
+    StrAppend(&key, s.scope, "|", s.entity, "|", s.port, "|", s.counter, "|", s.prio, "|", s.queue);
+    prometheus::TimeSeries*& series = by_series[key];
+    if (series == nullptr) {
+      series = request.add_timeseries();
+      std::vector<std::pair<std::string, std::string>> labels =
+          SeriesLabels(s.scope, s.entity, s.port, s.prio, s.queue);
+      labels.emplace_back("__name__", MetricName(*def));
+      for (const auto& extra : options.extra_labels) labels.push_back(extra);
+      std::sort(labels.begin(), labels.end());
+      for (auto& [name, value] : labels) {
+        auto* label = series->add_labels();
+        label->set_name(std::move(name));
+        label->set_value(std::move(value));
+      }
+    }
+    auto* sample = series->add_samples();
+    sample->set_value(static_cast<double>(row.value) * MetricScale(*def));
+    sample->set_timestamp(row.ts_us / 1000);
+    ++samples;
+  }
+  flush();
+  return out;
+}
+
+RemoteWriter::RemoteWriter(RemoteWriteOptions options, Store& store, prometheus::Registry& registry,
+                           const Clock& clock)
+    : options_(std::move(options)),
+      store_(store),
+      clock_(clock),
+      samples_family_(prometheus::BuildCounter()
+                          .Name("rocefab_collector_remote_write_samples_total")
+                          .Help("Samples by what became of them: sent (accepted by the receiver), "
+                                "failed (a retried attempt), dropped (4xx, or over the queue bound)")
+                          .Register(registry)),
+      sent_(samples_family_.Add({{"remote", options_.name}, {"result", "sent"}})),
+      failed_(samples_family_.Add({{"remote", options_.name}, {"result", "failed"}})),
+      dropped_(samples_family_.Add({{"remote", options_.name}, {"result", "dropped"}})),
+      pending_(prometheus::BuildGauge()
+                   .Name("rocefab_collector_remote_write_pending_samples")
+                   .Help("Stored samples the receiver has not accepted yet")
+                   .Register(registry)
+                   .Add({{"remote", options_.name}})),
+      lag_(prometheus::BuildGauge()
+               .Name("rocefab_collector_remote_write_lag_seconds")
+               .Help("Age of the newest sample the receiver accepted, at acceptance")
+               .Register(registry)
+               .Add({{"remote", options_.name}})),
+      queue_bytes_(prometheus::BuildGauge()
+                       .Name("rocefab_collector_remote_write_queue_bytes")
+                       .Help("Compressed bytes of stored samples not yet accepted")
+                       .Register(registry)
+                       .Add({{"remote", options_.name}})) {}
+
+RemoteWriter::~RemoteWriter() { Stop(); }
+
+absl::Status RemoteWriter::Start() {
+  const std::string key = "remote_write_cursor:" + options_.name;
+  auto saved = store_.GetMeta(key);
+  if (saved.ok()) {
+    cursor_ = std::strtoull(saved->c_str(), nullptr, 10);
+  } else if (absl::IsNotFound(saved.status())) {
+    cursor_ = store_.last_commit();
+    SaveCursor(cursor_);
+    LOG_INFO(kLog, options_.name, ": new receiver, sending from commit ", cursor_.load());
+  } else {
+    return saved.status();
+  }
+  committed_ = store_.last_commit();
+  thread_ = std::thread([this] { Loop(); });
+  return absl::OkStatus();
+}
+
+void RemoteWriter::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void RemoteWriter::Notify(uint64_t commit) {
+  committed_.store(commit);
+  cv_.notify_one();
+}
+
+void RemoteWriter::SaveCursor(uint64_t commit) {
+  if (auto s = store_.SetMeta("remote_write_cursor:" + options_.name, std::to_string(commit)); !s.ok())
+    LOG_WARN(kLog, options_.name, ": saving the cursor: ", s.message());
+}
+
+bool RemoteWriter::SleepFor(int64_t us) {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, std::chrono::microseconds(us), [this] { return stopping_; });
+  return !stopping_;
+}
+
+void RemoteWriter::EnforceBound() {
+  auto backlog = store_.BacklogAfter(cursor_);
+  if (!backlog.ok()) return;
+  queue_bytes_.Set(static_cast<double>(backlog->bytes));
+  pending_.Set(static_cast<double>(backlog->samples));
+  if (backlog->bytes <= options_.max_queue_bytes) return;
+  auto keep = store_.CommitKeeping(cursor_, options_.max_queue_bytes);
+  if (!keep.ok() || *keep <= cursor_) return;
+  auto skipped = store_.BacklogAfter(*keep);
+  const uint64_t lost = skipped.ok() ? backlog->samples - skipped->samples : 0;
+  dropped_.Increment(static_cast<double>(lost));
+  LOG_WARN(kLog, options_.name, ": unsent samples over max_queue_bytes (", backlog->bytes,
+           " bytes); dropping about ", lost, " of the oldest, commits ", cursor_.load() + 1, "..", *keep);
+  cursor_ = *keep;
+  SaveCursor(*keep);
+}
+
+bool RemoteWriter::Send(const prometheus::WriteRequest& request, size_t samples) {
+  std::string body;
+  snappy::Compress(request.SerializeAsString().data(), request.ByteSizeLong(), &body);
+  HttpPostOptions post;
+  post.headers = {"Content-Type: application/x-protobuf", "Content-Encoding: snappy",
+                  "X-Prometheus-Remote-Write-Version: 0.1.0", "User-Agent: rocefab-collectord"};
+  post.timeout_ms = options_.timeout_us / 1000;
+  post.basic_auth = options_.basic_auth;
+  int64_t backoff = options_.initial_backoff_us;
+  for (;;) {
+    const HttpResult result = HttpPost(options_.url, body, post);
+    if (result.status >= 200 && result.status < 300) {
+      sent_.Increment(static_cast<double>(samples));
+      return true;
+    }
+    const bool retry = result.status == 0 || result.status >= 500 || result.status == 429;
+    if (!retry) {
+      dropped_.Increment(static_cast<double>(samples));
+      LOG_WARN(kLog, options_.name, ": receiver answered ", result.status, " (", result.body.substr(0, 200),
+               "); ", samples, " samples dropped");
+      return true;
+    }
+    failed_.Increment(static_cast<double>(samples));
+    LOG_DEBUG(kLog, options_.name, ": ", result.status ? StrCat("HTTP ", result.status) : result.error,
+              "; retrying in ", backoff / 1000, " ms");
+    if (!SleepFor(backoff)) return false;
+    backoff = std::min(backoff * 2, options_.max_backoff_us);
+    EnforceBound();
+  }
+}
+
+void RemoteWriter::Loop() {
+  constexpr uint64_t kCommitsPerRead = 64;
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::seconds(1),
+                   [this] { return stopping_ || committed_.load() > cursor_.load(); });
+      if (stopping_) return;
+    }
+    const int64_t now = clock_.MonotonicUs();
+    if (now - last_bound_check_us_ > 1'000'000) {
+      last_bound_check_us_ = now;
+      EnforceBound();  // also refreshes the pending and queue gauges
+    }
+    const uint64_t from = cursor_.load();
+    const uint64_t upto = std::min(committed_.load(), from + kCommitsPerRead);
+    if (upto <= from) continue;
+    auto rows = store_.ReadCommits(from, upto);
+    if (!rows.ok()) {
+      LOG_ERROR(kLog, options_.name, ": reading commits ", from + 1, "..", upto, ": ", rows.status().message());
+      if (!SleepFor(1'000'000)) return;
+      continue;
+    }
+    int64_t newest_us = 0;
+    for (const SampleRow& r : *rows) newest_us = std::max(newest_us, r.ts_us);
+    auto requests = BuildWriteRequests(*rows, options_);
+    for (auto& [request, last] : requests) {
+      size_t samples = 0;
+      for (const auto& ts : request.timeseries()) samples += ts.samples_size();
+      if (!Send(request, samples)) return;
+      cursor_ = std::max(cursor_.load(), last);
+    }
+    // Commits without samples to send (collectives only, or filtered out)
+    // still move the cursor.
+    cursor_ = std::max(cursor_.load(), upto);
+    SaveCursor(cursor_);
+    if (newest_us > 0) lag_.Set(static_cast<double>(clock_.NowUs() - newest_us) / 1e6);
+  }
+}
+
+}  // namespace rocefab::collector
