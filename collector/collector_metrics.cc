@@ -69,6 +69,13 @@ CollectorMetrics::CollectorMetrics(prometheus::Registry& registry)
                                 .Help("Committed batches waiting for the detectors and latest values")
                                 .Register(registry)
                                 .Add({})),
+      observe_backpressure_seconds(
+          prometheus::BuildCounter()
+              .Name("rocefab_collector_observe_backpressure_seconds_total")
+              .Help("Time the store waited for the detectors and latest values to catch up "
+                    "(their queue was full)")
+              .Register(registry)
+              .Add({})),
       runs_sealed(prometheus::BuildCounter()
                       .Name("rocefab_collector_sample_runs_sealed_total")
                       .Help("Sample runs re-encoded as one compressed block")

@@ -24,6 +24,7 @@ struct CollectorMetrics {
   prometheus::Gauge& connected_agents;
   prometheus::Gauge& ingest_queue_batches;
   prometheus::Gauge& observe_queue_batches;
+  prometheus::Counter& observe_backpressure_seconds;
   prometheus::Counter& runs_sealed;
   prometheus::Gauge& stored_samples;
   prometheus::Gauge& stored_sample_bytes;

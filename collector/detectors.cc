@@ -126,16 +126,36 @@ Detectors::Detectors(DetectorSettings settings) : s_(std::move(settings)) {}
 void Detectors::Observe(const v1::TelemetryBatch& batch) {
   for (const v1::EntitySamples& es : batch.entities()) {
     if (es.scope() == v1::SCOPE_UNSPECIFIED || es.scope() == v1::SCOPE_COLL) continue;
-    EntityState& e = entities_[Key(es.scope(), es.entity())];
+    key_.assign(1, static_cast<char>('0' + es.scope()));
+    key_ += es.entity();
+    EntityState& e = entities_[key_];
     if (es.timestamp_us() <= e.ts_us) continue;  // a replayed or reordered reading
     e.scope = es.scope();
     e.entity = es.entity();
     e.prev_ts_us = e.ts_us;
     e.ts_us = es.timestamp_us();
     // A reading replaces the last one; series it lacks are no longer known.
-    e.series.clear();
-    for (const v1::Sample& sample : es.samples()) {
-      Reading& r = e.series[SeriesKey(sample)];
+    // The same series in the same order as last time (the usual case) reuse
+    // their slots without building a key per sample.
+    bool same = e.shape.size() == static_cast<size_t>(es.samples_size());
+    for (int i = 0; same && i < es.samples_size(); ++i) {
+      const v1::Sample& sample = es.samples(i);
+      const EntityState::ShapeEntry& s = e.shape[static_cast<size_t>(i)];
+      same = s.counter == sample.counter() &&
+             s.prio == (sample.has_prio() ? static_cast<int64_t>(sample.prio()) : -1) &&
+             s.queue == (sample.has_queue() ? static_cast<int64_t>(sample.queue()) : -1);
+    }
+    if (!same) {
+      e.series.clear();
+      e.shape.clear();
+      for (const v1::Sample& sample : es.samples())
+        e.shape.push_back({sample.counter(), sample.has_prio() ? static_cast<int64_t>(sample.prio()) : -1,
+                           sample.has_queue() ? static_cast<int64_t>(sample.queue()) : -1,
+                           &e.series[SeriesKey(sample)]});
+    }
+    for (int i = 0; i < es.samples_size(); ++i) {
+      const v1::Sample& sample = es.samples(i);
+      Reading& r = *e.shape[static_cast<size_t>(i)].slot;
       r.value = static_cast<double>(sample.value());
       r.has_delta = sample.has_delta();
       r.delta = static_cast<double>(sample.delta());

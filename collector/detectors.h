@@ -102,11 +102,21 @@ class Detectors final {
     bool has_delta = false;
   };
   struct EntityState {
+    EntityState() = default;
+    // `shape` points into `series`: never copied.
+    EntityState(const EntityState&) = delete;
+    EntityState& operator=(const EntityState&) = delete;
     v1::Scope scope = v1::SCOPE_UNSPECIFIED;
     std::string entity;
     int64_t ts_us = 0, prev_ts_us = 0;
     int64_t consumed_ts_us = 0;  // evidence of this reading already counted
     std::unordered_map<std::string, Reading> series;
+    struct ShapeEntry {
+      std::string counter;
+      int64_t prio, queue;
+      Reading* slot;  // into `series`, whose nodes stay put
+    };
+    std::vector<ShapeEntry> shape;  // the last reading's series, in order
     double max_rate = 0;         // highest link speed seen
     std::deque<int64_t> downs;   // when the link went down
   };
@@ -167,6 +177,7 @@ class Detectors final {
 
   DetectorSettings s_;
   std::unordered_map<std::string, EntityState> entities_;  // scope char + entity
+  std::string key_;  // reused by Observe
   std::map<std::string, JobState> jobs_;
   std::map<std::string, Tracked> active_;  // kind|entity
   std::map<std::string, int64_t> drift_since_;

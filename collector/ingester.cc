@@ -62,17 +62,29 @@ void Ingester::Loop() {
       metrics_.ingest_queue_batches.Set(static_cast<double>(queue_.size()));
     }
     if (!group.empty()) CommitGroup(group);
-    // Only when nothing waits for an ack: sealing and pruning are the
-    // store's own work, not the agents'.
-    if (queued() == 0) Maintain();
+    // Sealing and pruning are the store's own work, not the agents': done
+    // when nothing waits for an ack, and under sustained load in slices of
+    // at most 20 ms every 100 ms, so that sealing keeps up.
+    const int64_t now = clock_.MonotonicUs();
+    if (queued() == 0 || now - last_maintain_us_ >= 100'000) {
+      last_maintain_us_ = now;
+      Maintain(20'000);
+    }
   }
 }
 
-void Ingester::Maintain() {
+void Ingester::Maintain(int64_t budget_us) {
   const int64_t now_wall = clock_.NowUs();
-  auto sealed = store_.SealRuns(now_wall, 8);
-  if (sealed.ok()) metrics_.runs_sealed.Increment(static_cast<double>(*sealed));
-  else LOG_ERROR(kLog, "sealing sample runs: ", sealed.status().message());
+  const int64_t start = clock_.MonotonicUs();
+  do {
+    auto sealed = store_.SealRuns(now_wall, 4);
+    if (!sealed.ok()) {
+      LOG_ERROR(kLog, "sealing sample runs: ", sealed.status().message());
+      break;
+    }
+    metrics_.runs_sealed.Increment(static_cast<double>(*sealed));
+    if (*sealed == 0) break;
+  } while (clock_.MonotonicUs() - start < budget_us);
   const int64_t now = clock_.MonotonicUs();
   if (options_.retention_us > 0 && now - last_prune_us_ >= options_.prune_every_us) {
     last_prune_us_ = now;
@@ -135,8 +147,12 @@ void Ingester::CommitGroup(std::deque<Item>& group) {
     if (outcome.status == v1::ACK_STATUS_STORED) {
       metrics_.batches_stored.Increment();
       newest_created_us = std::max(newest_created_us, group[i].batch.created_us());
-      if (output_)
-        output_->Push(std::make_shared<const v1::TelemetryBatch>(std::move(group[i].batch)));
+      if (output_) {
+        const int64_t waited_us = output_->Push(
+            std::make_shared<const v1::TelemetryBatch>(std::move(group[i].batch)),
+            std::max<size_t>(1, outcome.samples_written));
+        if (waited_us > 0) metrics_.observe_backpressure_seconds.Increment(static_cast<double>(waited_us) / 1e6);
+      }
     } else {
       metrics_.batches_duplicate.Increment();
     }

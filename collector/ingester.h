@@ -62,7 +62,8 @@ class Ingester final {
   };
   void Loop();
   void CommitGroup(std::deque<Item>& group);
-  void Maintain();
+  // Seals sample runs for up to `budget_us`, then prunes when due.
+  void Maintain(int64_t budget_us);
   // Collective records without a job get the registry's job on their host.
   void ResolveJobs(v1::TelemetryBatch& batch);
 
@@ -80,6 +81,7 @@ class Ingester final {
   std::thread thread_;
   std::atomic<uint64_t> hold_after_commit_{UINT64_MAX};
   int64_t last_measure_us_ = 0;
+  int64_t last_maintain_us_ = 0;
   std::function<void(uint64_t)> on_commit_;
   std::unordered_map<std::string, std::pair<std::string, int64_t>> host_job_;  // host -> (job, until)
 };

@@ -57,25 +57,50 @@ constexpr Summary kSummaries[] = {
 
 }  // namespace
 
+bool LatestValues::SameShape(const v1::EntitySamples& entity, const EntityShape& shape) {
+  if (shape.port != entity.port() || shape.samples.size() != static_cast<size_t>(entity.samples_size()))
+    return false;
+  for (int i = 0; i < entity.samples_size(); ++i) {
+    const v1::Sample& sample = entity.samples(i);
+    const SampleShape& s = shape.samples[static_cast<size_t>(i)];
+    if (s.counter != sample.counter() ||
+        s.prio != (sample.has_prio() ? static_cast<int64_t>(sample.prio()) : -1) ||
+        s.queue != (sample.has_queue() ? static_cast<int64_t>(sample.queue()) : -1))
+      return false;
+  }
+  return true;
+}
+
 void LatestValues::Update(const v1::TelemetryBatch& batch) {
   std::lock_guard lock(mu_);
   for (const auto& entity : batch.entities()) {
-    for (const auto& sample : entity.samples()) {
-      const CounterDef* def = FindCounter(entity.scope(), sample.counter());
-      // Only the labels the vocabulary gives a counter: anything else would
-      // make series that clash or that no dashboard expects.
-      // (A pool's buffer counters carry no queue.)
-      if (def == nullptr || sample.has_prio() != def->per_prio || (sample.has_queue() && !def->per_queue)) continue;
-      Key key{entity.scope(), entity.entity(),
-              entity.port(),  sample.counter(),
-              sample.has_prio() ? static_cast<int64_t>(sample.prio()) : -1,
-              sample.has_queue() ? static_cast<int64_t>(sample.queue()) : -1};
-      Latest& latest = values_[key];
-      if (entity.timestamp_us() >= latest.timestamp_us) {
-        latest.value = sample.value();
-        latest.delta = sample.delta();
-        latest.timestamp_us = entity.timestamp_us();
+    // An agent reports the same series in the same order every poll: the
+    // slots of the last poll are reused without a lookup per sample.
+    shape_key_.assign(1, static_cast<char>('0' + entity.scope()));
+    shape_key_ += entity.entity();
+    EntityShape& shape = shapes_[shape_key_];
+    if (!SameShape(entity, shape)) {
+      shape.port = entity.port();
+      shape.samples.clear();
+      for (const auto& sample : entity.samples()) {
+        SampleShape s{sample.counter(), sample.has_prio() ? static_cast<int64_t>(sample.prio()) : -1,
+                      sample.has_queue() ? static_cast<int64_t>(sample.queue()) : -1, nullptr};
+        const CounterDef* def = FindCounter(entity.scope(), sample.counter());
+        // Only the labels the vocabulary gives a counter: anything else would
+        // make series that clash or that no dashboard expects.
+        // (A pool's buffer counters carry no queue.)
+        if (def != nullptr && sample.has_prio() == def->per_prio && (!sample.has_queue() || def->per_queue))
+          s.slot = &values_[Key{entity.scope(), entity.entity(), entity.port(), sample.counter(), s.prio, s.queue}];
+        shape.samples.push_back(std::move(s));
       }
+    }
+    for (int i = 0; i < entity.samples_size(); ++i) {
+      Latest* latest = shape.samples[static_cast<size_t>(i)].slot;
+      if (latest == nullptr || entity.timestamp_us() < latest->timestamp_us) continue;
+      const v1::Sample& sample = entity.samples(i);
+      latest->value = sample.value();
+      latest->delta = sample.delta();
+      latest->timestamp_us = entity.timestamp_us();
     }
   }
 }

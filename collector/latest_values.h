@@ -56,11 +56,25 @@ class LatestValues final : public prometheus::Collectable {
   // Zone and tier of an entity ("nic", "rtsw", "ctsw", "atsw", or "switch"
   // without a topology).
   std::pair<std::string, std::string> Place(int scope, const std::string& entity) const;
+  // The series of an entity's last reading, in order, with their slots
+  // (std::map nodes stay put).
+  struct SampleShape {
+    std::string counter;
+    int64_t prio, queue;
+    Latest* slot;  // null: not exported
+  };
+  struct EntityShape {
+    uint32_t port = 0;
+    std::vector<SampleShape> samples;
+  };
+  static bool SameShape(const v1::EntitySamples& entity, const EntityShape& shape);
 
   ExportOptions options_;
   std::shared_ptr<const Topology> topology_;
   mutable std::mutex mu_;
   std::map<Key, Latest> values_;
+  std::unordered_map<std::string, EntityShape> shapes_;  // by scope + entity
+  std::string shape_key_;
   std::set<std::string> highlighted_;
   mutable std::map<std::pair<int, std::string>, int64_t> selected_us_;  // entity -> last qualified
 };

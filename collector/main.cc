@@ -158,7 +158,9 @@ int main(int argc, char** argv) {
   collector::Ingester::Options ingest_options;
   ingest_options.retention_us = retention_us;
   // Ingester -> Observer: batches once they are durably stored.
-  Queue<collector::StoredBatch> stored_batches;
+  // Bounded in samples, so that observation that falls behind pushes back
+  // on the store instead of growing memory (docs/architecture.md).
+  Queue<collector::StoredBatch> stored_batches(500'000);
   collector::Ingester ingester(ingest_options, **store, &stored_batches, metrics, clock);
   // Ingester -> RemoteWriters: the newest durable commit. They read it back
   // from the store; retention keeps what the slowest has not sent.

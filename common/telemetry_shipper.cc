@@ -33,6 +33,13 @@ absl::Status TelemetryShipper::Start() {
   auto channel = MakeChannel(options_.target, options_.tls);
   if (!channel.ok()) return channel.status();
   channel_ = *channel;
+  if (!options_.spool_dir.empty()) {
+    auto spool = BatchSpool::Open(options_.spool_dir, options_.spool_max_bytes);
+    if (!spool.ok()) return spool.status();
+    spool_ = std::move(*spool);
+    std::lock_guard lock(mu_);
+    earlier_ = spool_->Load(options_.agent_boot_id);
+  }
   sender_ = std::thread([this] { SenderLoop(); });
   return absl::OkStatus();
 }
@@ -49,10 +56,12 @@ uint64_t TelemetryShipper::Enqueue(v1::TelemetryBatch batch) {
   delivery->set_dropped_overflow(stats_.dropped_overflow);
   delivery->set_rejected(stats_.rejected);
   delivery->set_pending(pending_.size());
+  if (spool_) DropEvicted(spool_->Put(batch));
   pending_.emplace(seq, std::move(batch));
   ++stats_.enqueued;
   stats_.last_seq = seq;
   while (pending_.size() > options_.max_pending) {
+    if (spool_) spool_->Remove(options_.agent_boot_id, pending_.begin()->first);
     if (stats_.dropped_overflow % 100 == 0)
       LOG_WARN(kLog, "collector ", options_.target, " unreachable and ", options_.max_pending,
                " batches queued: dropping the oldest (seq ", pending_.begin()->first, ")");
@@ -83,13 +92,35 @@ TelemetryShipper::Stats TelemetryShipper::stats() const {
   std::lock_guard lock(mu_);
   Stats copy = stats_;
   copy.pending = pending_.size();
+  for (const auto& [boot, queue] : earlier_) copy.replay_pending += queue.size();
+  if (spool_) {
+    copy.spool_bytes = spool_->bytes();
+    copy.spool_corrupt = spool_->corrupt();
+  }
   return copy;
 }
 
-void TelemetryShipper::HandleAck(const v1::Ack& ack) {
+TelemetryShipper::Queue& TelemetryShipper::QueueOf(const std::string& boot) {
+  if (boot == options_.agent_boot_id) return pending_;
+  return earlier_[boot];
+}
+
+void TelemetryShipper::DropEvicted(const std::vector<std::pair<std::string, uint64_t>>& evicted) {
+  for (const auto& [boot, seq] : evicted) {
+    if (stats_.dropped_overflow % 100 == 0)
+      LOG_WARN(kLog, "spool full (", options_.spool_max_bytes, " bytes): dropping the oldest batch (boot ",
+               boot, " seq ", seq, ")");
+    QueueOf(boot).erase(seq);
+    ++stats_.dropped_overflow;
+  }
+}
+
+void TelemetryShipper::HandleAck(const std::string& boot, const v1::Ack& ack) {
   std::lock_guard lock(mu_);
-  auto it = pending_.find(ack.seq());
-  if (it == pending_.end()) return;  // acked twice across a replay: harmless
+  if (boot != options_.agent_boot_id && !earlier_.count(boot)) return;  // delivered already
+  Queue& queue = QueueOf(boot);
+  auto it = queue.find(ack.seq());
+  if (it == queue.end()) return;  // acked twice across a replay: harmless
   switch (ack.status()) {
     case v1::ACK_STATUS_STORED: ++stats_.acked_stored; break;
     case v1::ACK_STATUS_DUPLICATE: ++stats_.acked_duplicate; break;
@@ -101,21 +132,25 @@ void TelemetryShipper::HandleAck(const v1::Ack& ack) {
       LOG_WARN(kLog, "ack for seq ", ack.seq(), " has unknown status ", ack.status());
       return;
   }
-  if (ack.status() != v1::ACK_STATUS_REJECTED && ack.seq() > stats_.max_acked_seq)
+  if (boot == options_.agent_boot_id && ack.status() != v1::ACK_STATUS_REJECTED &&
+      ack.seq() > stats_.max_acked_seq)
     stats_.max_acked_seq = ack.seq();
-  pending_.erase(it);
+  queue.erase(it);
+  if (spool_) spool_->Remove(boot, ack.seq());
   cv_.notify_all();
 }
 
-bool TelemetryShipper::RunStream(v1::Telemetry::Stub& stub) {
+bool TelemetryShipper::RunStream(v1::Telemetry::Stub& stub, const std::string& boot, bool finite) {
   grpc::ClientContext context;
+  bool completed = false;
   {
     std::lock_guard lock(mu_);
     if (stopping_) return false;
     live_context_ = &context;
     stream_broken_ = false;
     // Replay: everything still unacked goes out again, oldest first.
-    send_cursor_ = pending_.empty() ? next_seq_ : pending_.begin()->first;
+    const Queue& queue = QueueOf(boot);
+    send_cursor_ = queue.empty() ? (finite ? 0 : next_seq_) : queue.begin()->first;
   }
   auto stream = stub.Push(&context);
   bool got_ack = false;
@@ -123,7 +158,7 @@ bool TelemetryShipper::RunStream(v1::Telemetry::Stub& stub) {
     v1::Ack ack;
     while (stream->Read(&ack)) {
       got_ack = true;
-      HandleAck(ack);
+      HandleAck(boot, ack);
     }
     std::lock_guard lock(mu_);
     stream_broken_ = true;
@@ -137,11 +172,17 @@ bool TelemetryShipper::RunStream(v1::Telemetry::Stub& stub) {
     v1::TelemetryBatch to_send;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] {
-        return stopping_ || stream_broken_ || pending_.lower_bound(send_cursor_) != pending_.end();
+      Queue& queue = QueueOf(boot);
+      cv_.wait(lock, [&] {
+        return stopping_ || stream_broken_ || queue.lower_bound(send_cursor_) != queue.end() ||
+               (finite && queue.empty());
       });
       if (stopping_ || stream_broken_) break;
-      auto it = pending_.lower_bound(send_cursor_);
+      if (finite && queue.empty()) {
+        completed = true;
+        break;
+      }
+      auto it = queue.lower_bound(send_cursor_);
       to_send = it->second;  // copy: the ack may erase the entry while we write
       send_cursor_ = it->first + 1;
     }
@@ -155,7 +196,10 @@ bool TelemetryShipper::RunStream(v1::Telemetry::Stub& stub) {
   std::lock_guard lock(mu_);
   live_context_ = nullptr;
   stats_.connected = false;
-  if (!stopping_) {
+  if (completed) {
+    earlier_.erase(boot);
+    LOG_INFO(kLog, "every batch of the earlier run ", boot, " is delivered");
+  } else if (!stopping_) {
     ++stats_.stream_failures;
     LOG_WARN(kLog, "stream to collector ", options_.target, " ended: ",
              status.ok() ? "closed by collector" : status.error_message());
@@ -172,7 +216,25 @@ void TelemetryShipper::SenderLoop() {
       std::lock_guard lock(mu_);
       if (stopping_) return;
     }
-    const bool made_progress = RunStream(*stub);
+    // Earlier incarnations' batches first, each boot on a stream of its own.
+    std::string boot = options_.agent_boot_id;
+    bool finite = false;
+    {
+      std::lock_guard lock(mu_);
+      if (!earlier_.empty()) {
+        boot = earlier_.begin()->first;
+        finite = true;
+      }
+    }
+    const bool made_progress = RunStream(*stub, boot, finite);
+    {
+      std::lock_guard lock(mu_);
+      // A delivered earlier boot: go straight on to the next stream.
+      if (finite && !earlier_.count(boot)) {
+        backoff_us = options_.initial_backoff_us;
+        continue;
+      }
+    }
     if (made_progress) backoff_us = options_.initial_backoff_us;
     // Full jitter keeps thousands of agents from reconnecting in lockstep.
     const int64_t wait_us =

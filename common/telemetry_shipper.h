@@ -9,6 +9,11 @@
 // The queue is bounded: past max_pending the oldest batch is dropped and
 // counted in stats().dropped_overflow.
 //
+// With a spool directory, every unacked batch is also on disk
+// (common/batch_spool.h): a restarted agent first sends, on a stream of their
+// own, the batches its earlier incarnations left, under their own boot id
+// and seq, then its own.
+//
 // Thread-safety: Enqueue, Flush, stats and Stop may be called from any
 // thread. The shipper owns one sender thread and, while connected, one ack
 // reader thread.
@@ -22,6 +27,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "common/batch_spool.h"
 #include "common/clock.h"
 #include "rocefab/v1/config.pb.h"
 #include "rocefab/v1/telemetry.grpc.pb.h"
@@ -40,6 +46,8 @@ class TelemetryShipper final {
     v1::AgentKind agent_kind = v1::AGENT_KIND_HOST;
     std::string agent_boot_id;  // NewBootId() when empty
     size_t max_pending = 3600;
+    std::string spool_dir;                  // empty: memory only
+    uint64_t spool_max_bytes = 256ULL << 20;
     int64_t initial_backoff_us = 200'000;
     int64_t max_backoff_us = 10'000'000;
   };
@@ -55,6 +63,9 @@ class TelemetryShipper final {
     uint64_t max_acked_seq = 0;
     uint64_t last_seq = 0;
     size_t pending = 0;
+    size_t replay_pending = 0;  // batches of earlier incarnations still to send
+    uint64_t spool_bytes = 0;
+    uint64_t spool_corrupt = 0;
     bool connected = false;
   };
 
@@ -63,7 +74,8 @@ class TelemetryShipper final {
   TelemetryShipper(const TelemetryShipper&) = delete;
   TelemetryShipper& operator=(const TelemetryShipper&) = delete;
 
-  // Starts the sender thread. Fails only on bad TLS settings.
+  // Loads the spool and starts the sender thread. Fails on bad TLS settings
+  // or an unusable spool directory.
   absl::Status Start();
   // Stamps agent id, boot id and the next seq on `batch` and queues it.
   // Never blocks on the network. Returns the seq.
@@ -71,16 +83,22 @@ class TelemetryShipper final {
   // Waits until every queued batch is acked, or `timeout_us` passes.
   // Returns true when nothing is pending.
   bool Flush(int64_t timeout_us);
-  // Stops the threads. Unacked batches are dropped (counted in stats()).
+  // Stops the threads. Unacked batches stay in the spool, if there is one;
+  // otherwise they are lost (counted in stats()).
   void Stop();
   Stats stats() const;
   const std::string& agent_boot_id() const { return options_.agent_boot_id; }
 
  private:
   void SenderLoop();
-  // Runs one stream until it breaks or Stop(). Returns true if any ack came.
-  bool RunStream(v1::Telemetry::Stub& stub);
-  void HandleAck(const v1::Ack& ack);
+  using Queue = std::map<uint64_t, v1::TelemetryBatch>;  // by seq
+  // Runs one stream of `boot`'s batches until it breaks or Stop(); for an
+  // earlier boot (`finite`) also once all of them are acked. Returns true if
+  // any ack came.
+  bool RunStream(v1::Telemetry::Stub& stub, const std::string& boot, bool finite);
+  void HandleAck(const std::string& boot, const v1::Ack& ack);
+  Queue& QueueOf(const std::string& boot);  // REQUIRES: mu_ held
+  void DropEvicted(const std::vector<std::pair<std::string, uint64_t>>& evicted);  // REQUIRES: mu_
 
   Options options_;
   const Clock& clock_;
@@ -88,7 +106,9 @@ class TelemetryShipper final {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::map<uint64_t, v1::TelemetryBatch> pending_;  // by seq
+  Queue pending_;                        // this incarnation's
+  std::map<std::string, Queue> earlier_;  // from the spool, by boot id
+  std::unique_ptr<BatchSpool> spool_;
   uint64_t next_seq_ = 1;
   uint64_t send_cursor_ = 1;  // next seq to write on the current stream
   bool stream_broken_ = false;

@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
                            proc_root = "/proc", ethtool_dir, host_name, output = "json",
                            log_level = "info";
   bool once = false, no_netlink = false;
+  std::string spool_dir;
   app.add_option("--config", config_path, "YAML config file (keys: see deploy/config/hostd.yaml)")
       ->check(CLI::ExistingFile);
   app.add_option("--collector", collector, "rocefab-collectord gRPC address")->capture_default_str();
@@ -76,6 +77,9 @@ int main(int argc, char** argv) {
                  "read DIR/<netdev>/statistics (`ethtool -S` text) instead of the SIOCETHTOOL ioctl");
   app.add_option("--host-name", host_name, "host name to report (default: the system hostname)");
   app.add_flag("--no-netlink", no_netlink, "do not read link state through netlink");
+  app.add_option("--spool-dir", spool_dir,
+                 "keep unacked batches in files here too, so an agent restart loses none "
+                 "(e.g. /var/lib/rocefab/hostd-spool)");
   std::vector<std::string> inspector_globs;
   app.add_option("--inspector-glob", inspector_globs,
                  "NCCL Inspector dump directories to follow, e.g. '/var/log/nccl-inspector-*' "
@@ -105,6 +109,7 @@ int main(int argc, char** argv) {
   if (app.count("--ethtool-dir")) config.set_ethtool_dir(ethtool_dir);
   if (app.count("--host-name")) config.set_host_name(host_name);
   if (no_netlink) config.set_netlink(false);
+  if (app.count("--spool-dir")) config.set_spool_dir(spool_dir);
   for (const auto& pattern : inspector_globs) config.add_inspector_globs(pattern);
   auto interval = ResolveDurationUs("--interval", app.count("--interval") > 0, interval_text,
                                     config.has_interval(), config.interval());
@@ -139,6 +144,8 @@ int main(int argc, char** argv) {
   shipper_options.agent_id = config.host_name();
   shipper_options.agent_kind = v1::AGENT_KIND_HOST;
   shipper_options.max_pending = config.max_pending_batches();
+  shipper_options.spool_dir = config.spool_dir();
+  if (config.spool_max_bytes()) shipper_options.spool_max_bytes = config.spool_max_bytes();
   TelemetryShipper shipper(shipper_options, clock);
   if (auto status = shipper.Start(); !status.ok()) return UsageError(kProgram, status);
   std::unique_ptr<hostd::InspectorTailer> inspector;
@@ -168,6 +175,8 @@ int main(int argc, char** argv) {
                               {"rejected", stats.rejected},
                               {"dropped_overflow", stats.dropped_overflow},
                               {"pending", stats.pending},
+                              {"replay_pending", stats.replay_pending},
+                              {"spool_bytes", stats.spool_bytes},
                               {"stream_failures", stats.stream_failures},
                               {"sent", stats.sent}}
                    .dump()

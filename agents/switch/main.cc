@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
   app.add_option("--applied-state", applied_state,
                  "file that keeps the applied config across restarts "
                  "(default: <state-dir>/<switch>/applied.pb)");
+  std::string spool_dir;
+  app.add_option("--spool-dir", spool_dir,
+                 "keep unacked batches in files here too, so an agent restart loses none");
   app.add_flag("--once", once, "print one reading of cumulative values and exit");
   app.add_option("-o,--output", output, "--once output format")
       ->check(CLI::IsMember({"json"}))
@@ -117,6 +120,7 @@ int main(int argc, char** argv) {
   options.target = collector;
   options.agent_id = switch_name;
   options.agent_kind = v1::AGENT_KIND_SWITCH;
+  options.spool_dir = spool_dir;
   TelemetryShipper shipper(options, clock);
   if (auto status = shipper.Start(); !status.ok()) return UsageError(kProgram, status);
   switchd::SwitchAgent agent(backend, shipper, clock);
@@ -136,6 +140,7 @@ int main(int argc, char** argv) {
                               {"last_seq", stats.last_seq},
                               {"max_acked_seq", stats.max_acked_seq},
                               {"pending", stats.pending},
+                              {"replay_pending", stats.replay_pending},
                               {"stream_failures", stats.stream_failures}}
                    .dump()
             << std::endl;

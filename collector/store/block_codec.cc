@@ -12,6 +12,8 @@ constexpr uint64_t kLayoutVersion = 1;
 // corrupted header must not make the decoder allocate without bound.
 constexpr uint64_t kMaxPolls = 1 << 20;
 constexpr uint64_t kMaxSeries = 1 << 22;
+constexpr uint8_t kColumnUniformFlags = 1;
+constexpr uint8_t kColumnPlainDeltas = 2;
 
 uint64_t Zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
 int64_t Unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
@@ -112,23 +114,46 @@ void EncodeColumns(const Layout& layout, std::span<const Poll> polls, ChainState
     PutVarint(p.commit - state.commit, out);
     state.commit = p.commit;
   }
+  // The first entity's timestamps as delta-of-delta; every other entity's
+  // as the change of its offset from the first's in the same poll: an agent
+  // reads its entities one after the other, so offsets barely move.
   for (size_t e = 0; e < layout.entities(); ++e) {
     for (const Poll& p : polls) {
-      const int64_t step = p.ts_us[e] - state.ts[e];
-      PutVarint(Zigzag(step - state.ts_step[e]), out);
-      state.ts_step[e] = step;
+      if (e == 0) {
+        const int64_t step = p.ts_us[0] - state.ts[0];
+        PutVarint(Zigzag(step - state.ts_step[0]), out);
+        state.ts_step[0] = step;
+      } else {
+        const int64_t offset = p.ts_us[e] - p.ts_us[0];
+        PutVarint(Zigzag(offset - state.ts_step[e]), out);
+        state.ts_step[e] = offset;
+      }
       state.ts[e] = p.ts_us[e];
     }
   }
   for (size_t s = 0; s < n_series; ++s) {
     const bool gauge = layout.gauge[s] != 0;
+    // A column header: whether every sample has the same flags (then one
+    // flags byte follows) and whether every delta equals the value step
+    // (then no delta column follows), which is what a healthy counter does.
+    bool uniform = true, plain_deltas = true;
+    uint64_t prev_value = state.value[s];
+    for (const Poll& p : polls) {
+      uniform = uniform && p.flags[s] == polls.front().flags[s];
+      if (p.flags[s] & kHasDelta) plain_deltas = plain_deltas && p.delta[s] == p.value[s] - prev_value;
+      prev_value = p.value[s];
+    }
+    const uint8_t header = (uniform ? kColumnUniformFlags : 0) | (plain_deltas ? kColumnPlainDeltas : 0);
+    out->push_back(static_cast<char>(header));
+    if (uniform && !polls.empty()) out->push_back(static_cast<char>(polls.front().flags[s]));
     for (const Poll& p : polls) {
       // Unsigned arithmetic wraps, so a counter that wrapped still codes.
       const uint64_t step = p.value[s] - state.value[s];
       if (gauge) PutVarint(Zigzag(static_cast<int64_t>(step)), out);
       else PutVarint(Zigzag(static_cast<int64_t>(step - state.value_step[s])), out);
-      out->push_back(static_cast<char>(p.flags[s]));
-      if (p.flags[s] & kHasDelta) PutVarint(Zigzag(static_cast<int64_t>(p.delta[s] - step)), out);
+      if (!uniform) out->push_back(static_cast<char>(p.flags[s]));
+      if (!plain_deltas && (p.flags[s] & kHasDelta))
+        PutVarint(Zigzag(static_cast<int64_t>(p.delta[s] - step)), out);
       state.value_step[s] = step;
       state.value[s] = p.value[s];
     }
@@ -142,9 +167,9 @@ absl::Status DecodeColumns(const Layout& layout, std::string_view in, ChainState
     return absl::InternalError("sample block: chain state does not fit the layout");
   uint64_t n = 0;
   if (!GetVarint(in, &n) || n > kMaxPolls) return Corrupt("bad poll count");
-  // Each poll takes at least a commit byte and two bytes per series (value
-  // and flags): reject a count the bytes cannot hold before allocating.
-  if (n * (2 * n_series + 1) > in.size()) return Corrupt("poll count larger than the part");
+  // Each poll takes at least a commit byte and a value byte per series:
+  // reject a count the bytes cannot hold before allocating.
+  if (n * (n_series + 1) > in.size()) return Corrupt("poll count larger than the part");
   const size_t first = out->size();
   out->resize(first + n);
   for (size_t i = first; i < out->size(); ++i) {
@@ -160,29 +185,48 @@ absl::Status DecodeColumns(const Layout& layout, std::string_view in, ChainState
   }
   for (size_t e = 0; e < layout.entities(); ++e) {
     for (size_t i = first; i < out->size(); ++i) {
-      uint64_t dod = 0;
-      if (!GetVarint(in, &dod)) return Corrupt("truncated timestamp column");
-      state.ts_step[e] += Unzigzag(dod);
-      state.ts[e] += state.ts_step[e];
+      uint64_t coded = 0;
+      if (!GetVarint(in, &coded)) return Corrupt("truncated timestamp column");
+      state.ts_step[e] += Unzigzag(coded);
+      state.ts[e] = e == 0 ? state.ts[0] + state.ts_step[0] : (*out)[i].ts_us[0] + state.ts_step[e];
       (*out)[i].ts_us[e] = state.ts[e];
     }
   }
   for (size_t s = 0; s < n_series; ++s) {
     const bool gauge = layout.gauge[s] != 0;
+    if (in.empty()) return Corrupt("truncated column header");
+    const uint8_t header = static_cast<uint8_t>(in.front());
+    in.remove_prefix(1);
+    if (header & ~(kColumnUniformFlags | kColumnPlainDeltas)) return Corrupt("bad column header");
+    const bool uniform = header & kColumnUniformFlags, plain_deltas = header & kColumnPlainDeltas;
+    uint8_t flags = 0;
+    if (uniform && n > 0) {
+      if (in.empty()) return Corrupt("truncated column flags");
+      flags = static_cast<uint8_t>(in.front());
+      in.remove_prefix(1);
+    }
     for (size_t i = first; i < out->size(); ++i) {
       Poll& p = (*out)[i];
       uint64_t coded = 0;
-      if (!GetVarint(in, &coded) || in.empty()) return Corrupt("truncated value column");
+      if (!GetVarint(in, &coded)) return Corrupt("truncated value column");
       const uint64_t step = gauge ? static_cast<uint64_t>(Unzigzag(coded))
                                   : state.value_step[s] + static_cast<uint64_t>(Unzigzag(coded));
       state.value_step[s] = step;
       state.value[s] += step;
       p.value[s] = state.value[s];
-      p.flags[s] = static_cast<uint8_t>(in.front());
-      in.remove_prefix(1);
-      if (p.flags[s] & kHasDelta) {
-        if (!GetVarint(in, &coded)) return Corrupt("truncated delta column");
-        p.delta[s] = step + static_cast<uint64_t>(Unzigzag(coded));
+      if (!uniform) {
+        if (in.empty()) return Corrupt("truncated flags column");
+        flags = static_cast<uint8_t>(in.front());
+        in.remove_prefix(1);
+      }
+      p.flags[s] = flags;
+      if (flags & kHasDelta) {
+        if (plain_deltas) {
+          p.delta[s] = step;
+        } else {
+          if (!GetVarint(in, &coded)) return Corrupt("truncated delta column");
+          p.delta[s] = step + static_cast<uint64_t>(Unzigzag(coded));
+        }
       }
     }
   }

@@ -5,12 +5,15 @@
 // An agent reports the same series in the same order on every poll, so its
 // samples are stored as a *run*: one layout (which series, grouped by
 // entity), then a column per series. Within a column:
-//  - timestamps (one column per entity) and counter values are coded as
-//    delta-of-delta, gauges as delta, commit ids as delta, each a zigzag
-//    varint;
-//  - the wrap-safe delta an agent sent is coded as its difference from the
-//    value difference, which is 0 unless the counter wrapped or reset;
-//  - flags (has delta, reset) take a byte per sample, which zstd folds away.
+//  - timestamps (one column per entity): the first entity's as
+//    delta-of-delta, the others' as the change of their offset from the
+//    first's; counter values as delta-of-delta, gauges as delta, commit ids
+//    as delta; each a zigzag varint;
+//  - each column starts with a header byte: when every sample has the same
+//    flags (has delta, reset) they are written once, and when every delta
+//    the agent sent equals the value difference (no wrap, no reset) no delta
+//    column follows; otherwise a flags byte per sample, and each delta as its
+//    difference from the value difference.
 // A run is written as parts (one per group commit, continuing the previous
 // part's ChainState so that its first values are small too), then sealed:
 // its parts are re-encoded as one part and compressed harder.

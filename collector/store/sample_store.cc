@@ -101,7 +101,7 @@ absl::Status SampleStore::Init() {
                              "UPDATE runs SET t_min = ?2, t_max = ?3, last_commit = ?4, polls = ?5, "
                              "samples = ?6, bytes = ?7 WHERE id = ?1",
                              true);
-  insert_part_ = sqlite::Stmt(db_, "INSERT INTO parts VALUES(?1, ?2, ?3)", true);
+  insert_part_ = sqlite::Stmt(db_, "INSERT INTO parts(run_id, part, data) VALUES(?1, ?2, ?3)", true);
   get_boot_ = sqlite::Stmt(db_,
                            "SELECT watermark, above FROM agent_boots WHERE agent_id = ?1 AND "
                            "agent_boot_id = ?2",
@@ -411,7 +411,7 @@ absl::Status SampleStore::SealRun(int64_t run_id) {
   if (merged.empty()) return absl::InternalError("zstd failed to compress a sealed run");
   if (auto s = sqlite::Exec(db_, "BEGIN IMMEDIATE"); !s.ok()) return s;
   sqlite::Stmt del(db_, "DELETE FROM parts WHERE run_id = ?1");
-  sqlite::Stmt put(db_, "INSERT INTO parts VALUES(?1, 0, ?2)");
+  sqlite::Stmt put(db_, "INSERT INTO parts(run_id, part, data) VALUES(?1, 0, ?2)");
   sqlite::Stmt mark(db_, "UPDATE runs SET sealed = 1, bytes = ?2 WHERE id = ?1");
   del.Bind(1, run_id);
   put.Bind(1, run_id).BindBlob(2, merged);

@@ -55,7 +55,7 @@ struct SampleStoreOptions {
   uint32_t seal_polls = 64;            // a run is sealed after this many polls
   int64_t seal_idle_us = 120'000'000;  // ... or this long without one
   int part_level = 1;                  // zstd level of a part
-  int sealed_level = 6;                // zstd level of a sealed run
+  int sealed_level = 3;                // zstd level of a sealed run
 };
 
 class SampleStore final {
@@ -105,11 +105,12 @@ CREATE INDEX IF NOT EXISTS runs_by_agent ON runs(agent_id, t_max);
 CREATE INDEX IF NOT EXISTS runs_by_commit ON runs(last_commit);
 CREATE INDEX IF NOT EXISTS runs_by_time ON runs(t_max);
 CREATE TABLE IF NOT EXISTS parts(
+  id INTEGER PRIMARY KEY,
   run_id INTEGER NOT NULL,
   part INTEGER NOT NULL,
-  data BLOB NOT NULL,
-  PRIMARY KEY(run_id, part)
-) WITHOUT ROWID;
+  data BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS parts_by_run ON parts(run_id, part);
 )sql";
 
   explicit SampleStore(sqlite3* writer, Options options = {});

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 
+#include <filesystem>
 #include <set>
 #include <tuple>
 
@@ -74,16 +75,18 @@ class TelemetrySpine : public ::testing::Test {
     ASSERT_FALSE(grpc_address_.empty()) << *status;
   }
 
-  void StartHostd(const std::string& host, const std::string& interval) {
+  void StartHostd(const std::string& host, const std::string& interval,
+                  const std::vector<std::string>& extra = {}, const std::string& out_name = "") {
     NotifySocket notify;
     const std::string root = dir_ / host;
+    std::vector<std::string> argv = {
+        BinDir() + "/rocefab-hostd", "--collector", grpc_address_, "--interval", interval,
+        "--sysfs-root", root + "/sys", "--proc-root", root + "/proc", "--ethtool-dir",
+        root + "/ethtool", "--host-name", host, "--no-netlink"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    const std::string out = out_name.empty() ? host : out_name;
     hostds_.push_back(std::make_unique<Subprocess>(Subprocess::Options{
-        {BinDir() + "/rocefab-hostd", "--collector", grpc_address_, "--interval", interval,
-         "--sysfs-root", root + "/sys", "--proc-root", root + "/proc", "--ethtool-dir",
-         root + "/ethtool", "--host-name", host, "--no-netlink"},
-        {{"NOTIFY_SOCKET", notify.path()}},
-        dir_ / (host + ".out"),
-        dir_ / (host + ".log")}));
+        argv, {{"NOTIFY_SOCKET", notify.path()}}, dir_ / (out + ".out"), dir_ / (out + ".log")}));
     ASSERT_TRUE(notify.WaitReady(std::chrono::seconds(20)).has_value())
         << testing::ReadFile(dir_ / (host + ".log"));
   }
@@ -351,6 +354,60 @@ TEST_F(TelemetrySpine, SigkillOfTheCollectorLosesAndDuplicatesNoAckedBatch) {
     EXPECT_EQ(report["acked_stored"].get<int64_t>() + report["acked_duplicate"].get<int64_t>(),
               last_seq);
   }
+}
+
+TEST_F(TelemetrySpine, TheSpoolKeepsEveryBatchThroughACollectorOutageAndAnAgentRestart) {
+  ASSERT_NO_FATAL_FAILURE(StartCollector());
+  const std::string listen = grpc_address_;
+  const std::string host = kHosts[0];
+  const std::vector<std::string> spool = {"--spool-dir", dir_ / "spool"};
+  ASSERT_NO_FATAL_FAILURE(StartHostd(host, "50ms", spool, "first"));
+  ASSERT_TRUE(testing::WaitFor([&] { return Batches(host) >= 5; }, std::chrono::seconds(30)));
+
+  // The collector goes away; the agent keeps polling, then restarts.
+  collector_->Signal(SIGTERM);
+  EXPECT_EQ(collector_->Wait(), 0);
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        std::error_code ec;
+        size_t files = 0;
+        for (auto it = std::filesystem::recursive_directory_iterator(dir_ / "spool", ec);
+             it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+          files += it->is_regular_file() ? 1 : 0;
+        return files >= 10;
+      },
+      std::chrono::seconds(30)))
+      << "unacked batches are spooled while the collector is down";
+  hostds_.back()->Signal(SIGTERM);
+  EXPECT_EQ(hostds_.back()->Wait(), 0);
+  auto first = nlohmann::json::parse(testing::ReadFile(dir_ / "first.out"));
+  ASSERT_GT(first["pending"].get<int64_t>(), 0) << first.dump();
+  ASSERT_NO_FATAL_FAILURE(StartHostd(host, "50ms", spool, "second"));
+  ASSERT_NO_FATAL_FAILURE(StartCollector(listen));
+
+  // Both incarnations' batches arrive: every seq of each boot.
+  const std::string first_boot = first["agent_boot_id"];
+  const uint64_t first_last = first["last_seq"];
+  auto seqs_of = [&](const std::string& boot) {
+    auto store = OpenStore();
+    auto seqs = store ? store->GetStoredSeqs(host, boot) : absl::StatusOr<collector::Store::StoredSeqs>();
+    return seqs.ok() ? *seqs : collector::Store::StoredSeqs{};
+  };
+  ASSERT_TRUE(testing::WaitFor([&] { return seqs_of(first_boot).watermark == first_last; },
+                               std::chrono::seconds(30)))
+      << "first boot: " << seqs_of(first_boot).watermark << " of " << first_last;
+  EXPECT_TRUE(seqs_of(first_boot).above.empty());
+  hostds_.back()->Signal(SIGTERM);
+  EXPECT_EQ(hostds_.back()->Wait(), 0);
+  auto second = nlohmann::json::parse(testing::ReadFile(dir_ / "second.out"));
+  EXPECT_EQ(second["pending"], 0) << second.dump();
+  EXPECT_EQ(second["replay_pending"], 0) << second.dump();
+  const auto second_seqs = seqs_of(second["agent_boot_id"]);
+  EXPECT_EQ(second_seqs.watermark, second["last_seq"].get<uint64_t>());
+  EXPECT_TRUE(second_seqs.above.empty());
+  EXPECT_EQ(second["dropped_overflow"], 0);
+  std::cout << "[spool] first boot: " << first_last << " batches, " << first["pending"]
+            << " of them spooled at exit; second boot: " << second["last_seq"] << " batches\n";
 }
 
 TEST_F(TelemetrySpine, HostdOnceOnAFixtureTree) {
