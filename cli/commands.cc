@@ -23,12 +23,35 @@ std::string AgentKindName(v1::AgentKind kind) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<v1::Query::Stub>> ConnectCollector(const GlobalOptions& global) {
+std::vector<std::string> CollectorShards(const GlobalOptions& global) {
+  std::vector<std::string> shards;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = global.collector.find(',', start);
+    std::string shard = global.collector.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!shard.empty()) shards.push_back(std::move(shard));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return shards;
+}
+
+absl::StatusOr<std::unique_ptr<v1::Query::Stub>> ConnectCollector(const GlobalOptions& global,
+                                                                  const std::string& address) {
+  std::string target = address;
+  if (target.empty()) {
+    const auto shards = CollectorShards(global);
+    if (shards.size() != 1)
+      return absl::InvalidArgumentError(StrCat(
+          "this command reads one collector; --collector names ", shards.size(),
+          " (", global.collector, "): name the shard to ask"));
+    target = shards[0];
+  }
   v1::TlsSettings tls;
   tls.set_ca(global.tls_ca);
   tls.set_cert(global.tls_cert);
   tls.set_key(global.tls_key);
-  auto channel = MakeChannel(global.collector, tls);
+  auto channel = MakeChannel(target, tls);
   if (!channel.ok()) return channel.status();
   return v1::Query::NewStub(*channel);
 }
@@ -38,8 +61,10 @@ void SetDeadline(grpc::ClientContext* context, const GlobalOptions& global) {
                         std::chrono::milliseconds(global.timeout_ms));
 }
 
-int CollectorRpcFailed(const GlobalOptions& global, const grpc::Status& status, std::ostream& err) {
-  err << "rocefab: collector " << global.collector << ": " << status.error_message();
+int CollectorRpcFailed(const GlobalOptions& global, const grpc::Status& status, std::ostream& err,
+                       const std::string& shard) {
+  err << "rocefab: collector " << (shard.empty() ? global.collector : shard) << ": "
+      << status.error_message();
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
     err << " (is rocefab-collectord running there? set --collector HOST:PORT)";
@@ -48,16 +73,20 @@ int CollectorRpcFailed(const GlobalOptions& global, const grpc::Status& status, 
 }
 
 int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err) {
-  auto stub = ConnectCollector(global);
-  if (!stub.ok()) {
-    err << "rocefab: " << stub.status().message() << "\n";
-    return 2;
-  }
-  grpc::ClientContext context;
-  SetDeadline(&context, global);
+  std::vector<v1::ListAgentsResponse> parts(CollectorShards(global).size());
+  if (int code = WithShards(global, err, [&](auto& stub, auto* ctx, size_t i) {
+        return stub.ListAgents(ctx, v1::ListAgentsRequest(), &parts[i]);
+      });
+      code != 0)
+    return code;
+  // Every shard's agents; each agent reports to one shard.
   v1::ListAgentsResponse response;
-  grpc::Status status = (*stub)->ListAgents(&context, v1::ListAgentsRequest(), &response);
-  if (!status.ok()) return CollectorRpcFailed(global, status, err);
+  for (const auto& part : parts) {
+    for (const auto& agent : part.agents()) *response.add_agents() = agent;
+    response.set_now_us(std::max(response.now_us(), part.now_us()));
+  }
+  std::sort(response.mutable_agents()->begin(), response.mutable_agents()->end(),
+            [](const v1::AgentInfo& a, const v1::AgentInfo& b) { return a.agent_id() < b.agent_id(); });
 
   if (global.output == "json") {
     nlohmann::json agents = nlohmann::json::array();
@@ -127,17 +156,18 @@ int RunCounters(const GlobalOptions& global, const CountersOptions& options, std
       return 2;
     }
   }
-  auto stub = ConnectCollector(global);
-  if (!stub.ok()) {
-    err << "rocefab: " << stub.status().message() << "\n";
-    return 2;
-  }
   request.set_since_us(SystemClock::Instance().NowUs() - *since);
-  grpc::ClientContext context;
-  SetDeadline(&context, global);
+  std::vector<v1::GetCountersResponse> parts(CollectorShards(global).size());
+  if (int code = WithShards(global, err, [&](auto& stub, auto* ctx, size_t i) {
+        return stub.GetCounters(ctx, request, &parts[i]);
+      });
+      code != 0)
+    return code;
   v1::GetCountersResponse response;
-  grpc::Status status = (*stub)->GetCounters(&context, request, &response);
-  if (!status.ok()) return CollectorRpcFailed(global, status, err);
+  for (const auto& part : parts) {
+    for (const auto& row : part.rows()) *response.add_rows() = row;
+    response.set_now_us(std::max(response.now_us(), part.now_us()));
+  }
   if (options.top > 0) {
     // The loudest series first; series without a rate sort last.
     auto* rows = response.mutable_rows();

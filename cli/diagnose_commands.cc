@@ -1,5 +1,7 @@
 #include "cli/diagnose_commands.h"
 
+#include "cli/shards.h"
+
 #include <google/protobuf/util/json_util.h>
 
 #include <cstdio>
@@ -109,10 +111,14 @@ int RunJobDiagnose(const GlobalOptions& g, const DiagnoseOptions& o, std::ostrea
   request.set_window_us(*window);
   request.set_at_us(o.at_unix_s * 1'000'000);
   request.set_onset_only(o.onset_only);
-  v1::DiagnoseJobResponse response;
-  if (int code = WithCollector(g, err, [&](auto& stub, auto* ctx) { return stub.DiagnoseJob(ctx, request, &response); });
+  // Every shard diagnoses from its own agents' data; the answers merge.
+  std::vector<v1::DiagnoseJobResponse> parts(CollectorShards(g).size());
+  if (int code = WithShards(g, err, [&](auto& stub, auto* ctx, size_t i) {
+        return stub.DiagnoseJob(ctx, request, &parts[i]);
+      });
       code != 0)
     return code;
+  const v1::DiagnoseJobResponse response = MergeDiagnoses(std::move(parts));
   if (g.output == "json") out << Json(response);
   else PrintDiagnosis(response, SystemClock::Instance().NowUs(), o.limit, out);
   return 0;
@@ -131,10 +137,13 @@ int RunFabricHealth(const GlobalOptions& g, const HealthOptions& o, std::ostream
     }
     request.set_since_us(now - *since);
   }
-  v1::ListAnomaliesResponse response;
-  if (int code = WithCollector(g, err, [&](auto& stub, auto* ctx) { return stub.ListAnomalies(ctx, request, &response); });
+  std::vector<v1::ListAnomaliesResponse> parts(CollectorShards(g).size());
+  if (int code = WithShards(g, err, [&](auto& stub, auto* ctx, size_t i) {
+        return stub.ListAnomalies(ctx, request, &parts[i]);
+      });
       code != 0)
     return code;
+  const v1::ListAnomaliesResponse response = MergeAnomalies(parts);
   if (g.output == "json") {
     out << Json(response);
     return 0;

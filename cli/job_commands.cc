@@ -110,10 +110,15 @@ int RunJobStart(const GlobalOptions& g, const JobOptions& o, std::ostream& out, 
   job->set_name(o.name);
   v1::StartJobRequest request;
   *request.mutable_job() = *job;
-  v1::StartJobResponse response;
-  if (int code = WithCollector(g, err, [&](auto& stub, auto* ctx) { return stub.StartJob(ctx, request, &response); });
+  // Every shard keeps the registry: each correlates the job with its part
+  // of the fabric.
+  std::vector<v1::StartJobResponse> responses(CollectorShards(g).size());
+  if (int code = WithShards(g, err, [&](auto& stub, auto* ctx, size_t i) {
+        return stub.StartJob(ctx, request, &responses[i]);
+      });
       code != 0)
     return code;
+  const v1::StartJobResponse& response = responses[0];
   if (g.output == "json")
     out << nlohmann::json{{"id", response.job().id()}, {"ranks", response.job().ranks_size()},
                           {"start_us", response.job().start_us()}}
@@ -127,8 +132,10 @@ int RunJobStart(const GlobalOptions& g, const JobOptions& o, std::ostream& out, 
 int RunJobEnd(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err) {
   v1::EndJobRequest request;
   request.set_id(o.id);
-  v1::EndJobResponse response;
-  if (int code = WithCollector(g, err, [&](auto& stub, auto* ctx) { return stub.EndJob(ctx, request, &response); });
+  std::vector<v1::EndJobResponse> responses(CollectorShards(g).size());
+  if (int code = WithShards(g, err, [&](auto& stub, auto* ctx, size_t i) {
+        return stub.EndJob(ctx, request, &responses[i]);
+      });
       code != 0)
     return code;
   out << "job " << o.id << " ended\n";

@@ -53,30 +53,50 @@ class Daemons {
   // With `with_controller`, rocefab-controllerd will listen on a unix socket
   // in the run directory, and the collector is told to poll it.
   absl::Status Start(const v1::Topology& topo, double poll_interval_s, const std::string& live,
-                     const std::vector<std::string>& collector_args, bool with_controller) {
+                     const std::vector<std::string>& collector_args, bool with_controller,
+                     uint32_t collectors = 1) {
     std::filesystem::create_directories(run_dir_ + "/logs");
     controller_listen_ = StrCat("unix:", run_dir_, "/logs/controller.sock");
-    std::vector<std::string> collector_argv = {bin_dir_ + "/rocefab-collectord", "--listen", "127.0.0.1:0",
-                                               "--metrics-listen", "127.0.0.1:0", "--db", run_dir_ + "/collector.db",
-                                               "--topology", run_dir_ + "/topology.yaml"};
-    collector_argv.insert(collector_argv.end(), collector_args.begin(), collector_args.end());
-    if (with_controller) {
-      collector_argv.push_back("--controller");
-      collector_argv.push_back(controller_listen_);
+    // One collector per shard; zones are dealt out to shards in order.
+    const uint32_t shards = std::max<uint32_t>(1, collectors);
+    std::vector<std::string> zones;
+    for (const auto& h : topo.hosts())
+      if (std::find(zones.begin(), zones.end(), h.zone()) == zones.end()) zones.push_back(h.zone());
+    std::sort(zones.begin(), zones.end());
+    auto shard_of_zone = [&](const std::string& zone) -> size_t {
+      const auto it = std::find(zones.begin(), zones.end(), zone);
+      return it == zones.end() ? 0 : static_cast<size_t>(it - zones.begin()) % shards;
+    };
+    for (uint32_t shard = 0; shard < shards; ++shard) {
+      const std::string suffix = shard == 0 ? "" : StrCat("-", shard);
+      std::vector<std::string> collector_argv = {bin_dir_ + "/rocefab-collectord", "--listen", "127.0.0.1:0",
+                                                 "--metrics-listen", "127.0.0.1:0", "--db",
+                                                 run_dir_ + "/collector" + suffix + ".db",
+                                                 "--topology", run_dir_ + "/topology.yaml"};
+      collector_argv.insert(collector_argv.end(), collector_args.begin(), collector_args.end());
+      if (with_controller) {
+        collector_argv.push_back("--controller");
+        collector_argv.push_back(controller_listen_);
+      }
+      NotifySocket collector_ready(run_dir_ + "/logs/.notify-collector" + suffix);
+      if (!collector_ready.ok()) return absl::UnavailableError("cannot create a notify socket");
+      auto collector = Subprocess::Spawn(
+          {collector_argv,
+           {{"NOTIFY_SOCKET", collector_ready.path()}},
+           run_dir_ + "/logs/collectord" + suffix + ".out",
+           run_dir_ + "/logs/collectord" + suffix + ".log"});
+      if (!collector.ok()) return collector.status();
+      processes_.push_back(std::move(*collector));
+      auto status = collector_ready.WaitReady(std::chrono::seconds(30));
+      if (!status)
+        return absl::UnavailableError(
+            StrCat("rocefab-collectord did not become ready; see logs/collectord", suffix, ".log"));
+      shard_grpc_.push_back(StatusField(*status, "grpc"));
+      if (shard == 0) metrics_ = StatusField(*status, "metrics");
     }
-    NotifySocket collector_ready(run_dir_ + "/logs/.notify-collector");
-    if (!collector_ready.ok()) return absl::UnavailableError("cannot create a notify socket");
-    auto collector = Subprocess::Spawn(
-        {collector_argv,
-         {{"NOTIFY_SOCKET", collector_ready.path()}},
-         run_dir_ + "/logs/collectord.out",
-         run_dir_ + "/logs/collectord.log"});
-    if (!collector.ok()) return collector.status();
-    processes_.push_back(std::move(*collector));
-    auto status = collector_ready.WaitReady(std::chrono::seconds(30));
-    if (!status) return absl::UnavailableError("rocefab-collectord did not become ready; see logs/collectord.log");
-    grpc_ = StatusField(*status, "grpc");
-    metrics_ = StatusField(*status, "metrics");
+    // The CLI (and whatever the scenario runs through it) fans out to every shard.
+    grpc_.clear();
+    for (const std::string& address : shard_grpc_) grpc_ += (grpc_.empty() ? "" : ",") + address;
 
     const std::string interval = StrCat(static_cast<int>(poll_interval_s * 1000), "ms");
     NotifySocket agents_ready(run_dir_ + "/logs/.notify-agents");
@@ -84,7 +104,7 @@ class Daemons {
     for (const auto& host : topo.hosts()) {
       const std::string root = live + "/hosts/" + host.name();
       auto p = Subprocess::Spawn(
-          {{bin_dir_ + "/rocefab-hostd", "--collector", grpc_, "--interval", interval,
+          {{bin_dir_ + "/rocefab-hostd", "--collector", shard_grpc_[shard_of_zone(host.zone())], "--interval", interval,
             "--host-name", host.name(), "--sysfs-root", root + "/sys", "--proc-root",
             root + "/proc", "--ethtool-dir", root + "/ethtool", "--no-netlink",
             "--inspector-glob", root + "/nccl-inspector-*"},
@@ -97,7 +117,7 @@ class Daemons {
     }
     for (const auto& sw : topo.switches()) {
       auto p = Subprocess::Spawn(
-          {{bin_dir_ + "/rocefab-switchd", "--collector", grpc_, "--interval", interval,
+          {{bin_dir_ + "/rocefab-switchd", "--collector", shard_grpc_[shard_of_zone(sw.zone())], "--interval", interval,
             "--backend", "file", "--state-dir", live + "/switches", "--switch-name",
             sw.name(), "--listen", "127.0.0.1:0"},
            {{"NOTIFY_SOCKET", agents_ready.path()}},
@@ -115,7 +135,7 @@ class Daemons {
       const std::string sw = StatusField(*ready, "switch");
       if (!sw.empty()) switch_endpoints_[sw] = StatusField(*ready, "grpc");
     }
-    auto channel = MakeChannel(grpc_, {});
+    auto channel = MakeChannel(shard_grpc_.front(), {});
     if (!channel.ok()) return channel.status();
     query_ = v1::Query::NewStub(*channel);
     return absl::OkStatus();
@@ -151,7 +171,7 @@ class Daemons {
     auto controller = Subprocess::Spawn(
         {{bin_dir_ + "/rocefab-controllerd", "--listen", controller_listen_, "--db",
           run_dir_ + "/controller.db", "--topology", run_dir_ + "/topology.yaml", "--policy", policy,
-          "--collector", grpc_, "--switch-agents-json", run_dir_ + "/endpoints.json"},
+          "--collector", shard_grpc_.front(), "--switch-agents-json", run_dir_ + "/endpoints.json"},
          {{"NOTIFY_SOCKET", ready.path()}},
          run_dir_ + "/logs/controllerd.out",
          run_dir_ + "/logs/controllerd.log"});
@@ -176,7 +196,9 @@ class Daemons {
 
   size_t count() const { return processes_.size(); }
   const std::map<std::string, std::string>& switch_endpoints() const { return switch_endpoints_; }
+  // Every collector shard, comma-separated, as the CLI takes them.
   const std::string& grpc() const { return grpc_; }
+  const std::string& first_collector() const { return shard_grpc_.front(); }
   const std::string& metrics() const { return metrics_; }
   v1::Query::Stub* query() { return query_.get(); }
 
@@ -190,6 +212,7 @@ class Daemons {
   }
 
   std::string run_dir_, bin_dir_, grpc_, metrics_;
+  std::vector<std::string> shard_grpc_;  // one per collector shard
   std::vector<std::unique_ptr<Subprocess>> processes_;  // [0] is the collector
   std::map<std::string, std::string> switch_endpoints_;  // switch -> SwitchAgent gRPC
   std::unique_ptr<Subprocess> controller_;
@@ -407,7 +430,9 @@ int Run(const RunOptions& options) {
   Daemons daemons(options.run_dir, options.bin_dir);
   if (options.daemons) {
     if (auto s = daemons.Start(topo, scenario->poll_interval_s(), live, options.collector_args,
-                                !scenario->policy().empty()); !s.ok()) return fail(s);
+                                !scenario->policy().empty(), scenario->collectors());
+        !s.ok())
+      return fail(s);
     std::printf("rocefab-lab: started rocefab-collectord (gRPC %s, metrics http://%s/metrics), "
                 "%d rocefab-hostd, %d rocefab-switchd\n",
                 daemons.grpc().c_str(), daemons.metrics().c_str(), topo.hosts_size(),

@@ -83,6 +83,20 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
   if (!store.ok()) return store.status();
   auto anomalies = (*store)->ListAnomalies(0, 0, false);
   if (!anomalies.ok()) return anomalies.status();
+  // A sharded run: every shard's findings count (collector-1.db, ...).
+  for (int shard = 1;; ++shard) {
+    const std::string path = StrCat(run_dir, "/collector-", shard, ".db");
+    if (!std::filesystem::exists(path)) break;
+    auto other = collector::Store::Open({path, true});
+    if (!other.ok()) return other.status();
+    auto more = (*other)->ListAnomalies(0, 0, false);
+    if (!more.ok()) return more.status();
+    for (auto& a : *more) {
+      a.set_id(a.id() | (static_cast<uint64_t>(shard) << 48));
+      if (a.caused_by() != 0) a.set_caused_by(a.caused_by() | (static_cast<uint64_t>(shard) << 48));
+      anomalies->push_back(std::move(a));
+    }
+  }
   auto jobs = (*store)->ListJobs(true);
   if (!jobs.ok()) return jobs.status();
   std::vector<collector::Footprint> footprints;

@@ -315,3 +315,85 @@ TEST(Lab, FlappingFabricLinkIsDrainedAutomaticallyAndTheJobRecovers) {
 
 }  // namespace
 }  // namespace rocefab
+
+namespace rocefab {
+namespace {
+
+// Two collector shards, one per AI Zone: a PFC storm in zone 2 under a job
+// that spans both zones. Only the zone-2 collector sees the storm; `rocefab
+// --collector A,B job diagnose` fans out, merges, and names it.
+TEST(Lab, ShardedCollectorsNameAZone2StormUnderAJobSpanningBothZones) {
+  testing::TempDir dir;
+  const std::string run_dir = dir / "run";
+  const std::string source = ROCEFAB_SOURCE_DIR;
+  auto lab = Subprocess::Spawn({{testing::BinDir() + "/rocefab-lab", "run",
+                                 source + "/lab/scenarios/pfc_storm_sharded.yaml", "--run-dir", run_dir,
+                                 "--time-scale", "0.5"},
+                                {},
+                                dir / "lab.out",
+                                dir / "lab.out"});
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  std::string collectors;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto j = nlohmann::json::parse(testing::ReadFile(run_dir + "/endpoints.json"), nullptr, false);
+        if (j.is_discarded() || !j.contains("collector")) return false;
+        collectors = j["collector"];
+        return true;
+      },
+      std::chrono::seconds(60)))
+      << testing::ReadFile(dir / "lab.out");
+  const size_t comma = collectors.find(',');
+  ASSERT_NE(comma, std::string::npos) << "two shards: " << collectors;
+  const std::string zone1 = collectors.substr(0, comma), zone2 = collectors.substr(comma + 1);
+  auto storms_on = [&](const std::string& collector) {
+    std::string out, err;
+    if (testing::RunCommand({testing::BinDir() + "/rocefab", "--collector", collector, "fabric", "health",
+                             "-o", "json"},
+                            &out, &err) != 0)
+      return -1;
+    auto j = nlohmann::json::parse(out, nullptr, false);
+    int n = 0;
+    if (!j.is_discarded() && j.contains("anomalies"))
+      for (const auto& a : j["anomalies"]) n += a.value("kind", "") == "pfc_storm";
+    return n;
+  };
+  // The storm runs from 10 s to 22.5 s of fabric time.
+  nlohmann::json diagnosis;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        std::string out, err;
+        if (testing::RunCommand({testing::BinDir() + "/rocefab", "--collector", collectors, "job", "diagnose",
+                                 "4724", "--window", "1m", "-o", "json"},
+                                &out, &err) != 0)
+          return false;
+        diagnosis = nlohmann::json::parse(out, nullptr, false);
+        // Once the job is hit (stalled or degraded), the verdict must name the storm.
+        return !diagnosis.is_discarded() && diagnosis.contains("findings") && !diagnosis["findings"].empty() &&
+               diagnosis["findings"][0].value("kind", "") == "pfc_storm" &&
+               (diagnosis.value("state", "") == "stalled" || diagnosis.value("state", "") == "degraded");
+      },
+      std::chrono::seconds(60)))
+      << diagnosis.dump(2) << testing::ReadFile(dir / "lab.out");
+  EXPECT_EQ(diagnosis["findings"][0]["entity"], "z2-r02-h1/mlx5_0");
+  const std::string verdict = diagnosis["verdict"];
+  EXPECT_NE(verdict.find("most likely cause: pfc_storm on z2-r02-h1/mlx5_0"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("[2 collector shards]"), std::string::npos) << verdict;
+  // Each shard holds only its own zone: the storm is the second's alone.
+  EXPECT_GE(storms_on(zone2), 1);
+  EXPECT_EQ(storms_on(zone1), 0);
+  // The job was registered on both shards.
+  for (const std::string& shard : {zone1, zone2}) {
+    std::string out, err;
+    ASSERT_EQ(testing::RunCommand({testing::BinDir() + "/rocefab", "--collector", shard, "job", "list", "-o", "json"},
+                                  &out, &err),
+              0)
+        << err;
+    EXPECT_NE(out.find("4724"), std::string::npos) << shard << ": " << out;
+  }
+  EXPECT_EQ((*lab)->Wait(), 0) << testing::ReadFile(dir / "lab.out");
+  std::cout << "[sharded] " << verdict << "\n";
+}
+
+}  // namespace
+}  // namespace rocefab

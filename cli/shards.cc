@@ -1,0 +1,115 @@
+#include "cli/shards.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "common/strings.h"
+
+namespace rocefab::cli {
+namespace {
+
+int StateRank(const std::string& state) {
+  if (state == "stalled") return 3;
+  if (state == "degraded") return 2;
+  if (state == "healthy") return 1;
+  return 0;  // unknown
+}
+
+}  // namespace
+
+v1::DiagnoseJobResponse MergeDiagnoses(std::vector<v1::DiagnoseJobResponse> parts) {
+  if (parts.empty()) return {};
+  if (parts.size() == 1) return std::move(parts[0]);
+  // The base: the shard in the worst state (its busbw figures and verdict),
+  // and of those the one with the most findings.
+  size_t base = 0;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const int rank = StateRank(parts[i].state()), best = StateRank(parts[base].state());
+    if (rank > best || (rank == best && parts[i].findings_size() > parts[base].findings_size())) base = i;
+  }
+  v1::DiagnoseJobResponse out = parts[base];
+  out.clear_findings();
+  out.clear_degraded();
+  out.set_footprint_ports(0);
+  out.set_footprint_switches(0);
+  std::vector<v1::Finding> findings;
+  std::set<std::tuple<std::string, std::string, int64_t>> seen;
+  for (const auto& part : parts) {
+    if (out.job().ranks_size() == 0 && part.job().ranks_size() > 0) *out.mutable_job() = part.job();
+    out.set_footprint_ports(std::max(out.footprint_ports(), part.footprint_ports()));
+    out.set_footprint_switches(std::max(out.footprint_switches(), part.footprint_switches()));
+    for (const auto& d : part.degraded()) {
+      // Every shard sees a job-wide slowdown: one interval, at its worst.
+      bool merged = false;
+      for (auto& have : *out.mutable_degraded()) {
+        if (have.kind() == d.kind() && have.start_us() == d.start_us()) {
+          have.set_busbw_ratio(std::min(have.busbw_ratio(), d.busbw_ratio()));
+          merged = true;
+        }
+      }
+      if (!merged) *out.add_degraded() = d;
+    }
+    for (const auto& f : part.findings())
+      if (seen.emplace(f.kind(), f.entity(), f.start_us()).second) findings.push_back(f);
+  }
+  std::sort(out.mutable_degraded()->begin(), out.mutable_degraded()->end(),
+            [](const v1::DegradedInterval& a, const v1::DegradedInterval& b) { return a.start_us() < b.start_us(); });
+  std::stable_sort(findings.begin(), findings.end(), [](const v1::Finding& a, const v1::Finding& b) {
+    if (a.confidence() != b.confidence()) return a.confidence() > b.confidence();
+    return a.start_us() < b.start_us();
+  });
+  for (auto& f : findings) *out.add_findings() = std::move(f);
+  const v1::Finding* top = nullptr;
+  for (const auto& f : out.findings())
+    if (f.role() == "cause") {
+      top = &f;
+      break;
+    }
+  if (top == nullptr && out.findings_size() > 0) top = &out.findings(0);
+  out.set_playbook(top ? top->playbook() : "");
+  // The verdict names the pooled top cause, whichever shard found it.
+  if (top && (out.state() == "stalled" || out.state() == "degraded")) {
+    std::string verdict = out.verdict();
+    for (const char* tail : {"; most likely cause: ", "; no fabric cause"}) {
+      const size_t at = verdict.find(tail);
+      if (at != std::string::npos) verdict.resize(at);
+    }
+    out.set_verdict(StrCat(verdict, "; most likely cause: ", top->kind(), " on ", top->entity(),
+                           " (confidence ", static_cast<int>(top->confidence() * 100 + 0.5), "%)"));
+  } else if (top && out.state() == "healthy") {
+    std::string verdict = out.verdict();
+    for (const char* tail : {"; no anomaly on its paths", "; "}) {
+      const size_t at = verdict.find(tail);
+      if (at != std::string::npos) {
+        verdict.resize(at);
+        break;
+      }
+    }
+    out.set_verdict(StrCat(verdict, "; ", out.findings_size(), " anomaly(ies) on its paths did not slow it; top: ",
+                           top->kind(), " on ", top->entity(), " (confidence ",
+                           static_cast<int>(top->confidence() * 100 + 0.5), "%)"));
+  }
+  out.set_verdict(StrCat(out.verdict(), " [", parts.size(), " collector shards]"));
+  return out;
+}
+
+v1::ListAnomaliesResponse MergeAnomalies(const std::vector<v1::ListAnomaliesResponse>& parts) {
+  v1::ListAnomaliesResponse out;
+  for (size_t shard = 0; shard < parts.size(); ++shard) {
+    const uint64_t tag = static_cast<uint64_t>(shard) << 48;
+    for (v1::Anomaly a : parts[shard].anomalies()) {
+      if (parts.size() > 1) {
+        a.set_id(a.id() | tag);
+        if (a.caused_by() != 0) a.set_caused_by(a.caused_by() | tag);
+      }
+      *out.add_anomalies() = std::move(a);
+    }
+    out.set_now_us(std::max(out.now_us(), parts[shard].now_us()));
+  }
+  std::stable_sort(out.mutable_anomalies()->begin(), out.mutable_anomalies()->end(),
+                   [](const v1::Anomaly& a, const v1::Anomaly& b) { return a.start_us() < b.start_us(); });
+  return out;
+}
+
+}  // namespace rocefab::cli
