@@ -4,6 +4,7 @@
 #include <set>
 #include <tuple>
 
+#include "common/findings.h"
 #include "common/strings.h"
 
 namespace rocefab::cli {
@@ -55,18 +56,9 @@ v1::DiagnoseJobResponse MergeDiagnoses(std::vector<v1::DiagnoseJobResponse> part
   }
   std::sort(out.mutable_degraded()->begin(), out.mutable_degraded()->end(),
             [](const v1::DegradedInterval& a, const v1::DegradedInterval& b) { return a.start_us() < b.start_us(); });
-  std::stable_sort(findings.begin(), findings.end(), [](const v1::Finding& a, const v1::Finding& b) {
-    if (a.confidence() != b.confidence()) return a.confidence() > b.confidence();
-    return a.start_us() < b.start_us();
-  });
+  RankFindings(findings);
   for (auto& f : findings) *out.add_findings() = std::move(f);
-  const v1::Finding* top = nullptr;
-  for (const auto& f : out.findings())
-    if (f.role() == "cause") {
-      top = &f;
-      break;
-    }
-  if (top == nullptr && out.findings_size() > 0) top = &out.findings(0);
+  const v1::Finding* top = TopFinding(out);
   out.set_playbook(top ? top->playbook() : "");
   // The verdict names the pooled top cause, whichever shard found it.
   if (top && (out.state() == "stalled" || out.state() == "degraded")) {

@@ -1,5 +1,7 @@
 #include "collector/diagnosis.h"
 
+#include "common/findings.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -184,19 +186,10 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
     f.set_confidence(std::clamp(c, 0.0, 0.99));
     findings.push_back(std::move(f));
   }
-  std::sort(findings.begin(), findings.end(), [](const v1::Finding& a, const v1::Finding& b) {
-    if (a.confidence() != b.confidence()) return a.confidence() > b.confidence();
-    return a.start_us() < b.start_us();
-  });
+  RankFindings(findings);
   for (auto& f : findings) *out.add_findings() = std::move(f);
 
-  const v1::Finding* top = nullptr;
-  for (const auto& f : out.findings())
-    if (f.role() == "cause") {
-      top = &f;
-      break;
-    }
-  if (top == nullptr && out.findings_size() > 0) top = &out.findings(0);
+  const v1::Finding* top = TopFinding(out);
   if (top) out.set_playbook(top->playbook());
 
   char busbw[160] = "";

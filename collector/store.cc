@@ -630,9 +630,7 @@ absl::StatusOr<Store::StoredSeqs> Store::GetStoredSeqs(const std::string& agent,
   StoredSeqs seqs;
   if (!*row) return seqs;
   seqs.watermark = FromDb(get.Int(0));
-  std::string_view above = get.Blob(1);
-  uint64_t prev = 0, step = 0;
-  while (!above.empty() && blocks::GetVarint(above, &step)) seqs.above.insert(prev += step);
+  seqs.above = SampleStore::DecodeAbove(get.Blob(1));
   return seqs;
 }
 

@@ -14,23 +14,6 @@ constexpr char kLog[] = "store";
 using sqlite::FromDb;
 using sqlite::ToDb;
 
-std::string EncodeAbove(const std::set<uint64_t>& above) {
-  std::string out;
-  uint64_t prev = 0;
-  for (uint64_t seq : above) {
-    blocks::PutVarint(seq - prev, &out);
-    prev = seq;
-  }
-  return out;
-}
-
-std::set<uint64_t> DecodeAbove(std::string_view in) {
-  std::set<uint64_t> above;
-  uint64_t prev = 0, step = 0;
-  while (!in.empty() && blocks::GetVarint(in, &step)) above.insert(prev += step);
-  return above;
-}
-
 // Decodes one run's parts, read in order on `db`.
 absl::Status DecodeRun(sqlite3* db, DecodedRun* run) {
   sqlite::Stmt parts(db, "SELECT data FROM parts WHERE run_id = ?1 ORDER BY part");
@@ -76,6 +59,23 @@ absl::StatusOr<std::vector<DecodedRun>> ReadSelected(sqlite3* db, sqlite::Stmt& 
 }
 
 }  // namespace
+
+std::string SampleStore::EncodeAbove(const std::set<uint64_t>& above) {
+  std::string out;
+  uint64_t prev = 0;
+  for (uint64_t seq : above) {
+    blocks::PutVarint(seq - prev, &out);
+    prev = seq;
+  }
+  return out;
+}
+
+std::set<uint64_t> SampleStore::DecodeAbove(std::string_view in) {
+  std::set<uint64_t> above;
+  uint64_t prev = 0, step = 0;
+  while (!in.empty() && blocks::GetVarint(in, &step)) above.insert(prev += step);
+  return above;
+}
 
 SampleStore::SampleStore(sqlite3* writer, Options options) : db_(writer), options_(options) {}
 
