@@ -564,14 +564,18 @@ absl::StatusOr<SeriesInfo> SampleStore::ReadSeries(sqlite3* db, int64_t id) {
   auto row = get.Step();
   if (!row.ok()) return row.status();
   if (!*row) return absl::NotFoundError(StrCat("no series ", id));
+  return SeriesFromRow(get, 0);
+}
+
+SeriesInfo SampleStore::SeriesFromRow(const sqlite::Stmt& row, int first) {
   SeriesInfo info;
-  info.scope = static_cast<v1::Scope>(get.Int(0));
-  info.entity = get.Text(1);
-  info.port = static_cast<uint32_t>(get.Int(2));
-  info.counter = get.Text(3);
-  info.prio = get.Int(4);
-  info.queue = get.Int(5);
-  info.kind = static_cast<v1::ValueKind>(get.Int(6));
+  info.scope = static_cast<v1::Scope>(row.Int(first));
+  info.entity = row.Text(first + 1);
+  info.port = static_cast<uint32_t>(row.Int(first + 2));
+  info.counter = row.Text(first + 3);
+  info.prio = row.Int(first + 4);
+  info.queue = row.Int(first + 5);
+  info.kind = static_cast<v1::ValueKind>(row.Int(first + 6));
   return info;
 }
 

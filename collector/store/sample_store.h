@@ -158,6 +158,9 @@ CREATE INDEX IF NOT EXISTS parts_by_run ON parts(run_id, part);
   static absl::StatusOr<std::vector<DecodedRun>> ReadCommits(sqlite3* db, uint64_t after,
                                                              uint64_t upto);
   static absl::StatusOr<SeriesInfo> ReadSeries(sqlite3* db, int64_t id);
+  // A series row's (scope, entity, port, counter, prio, queue, kind) from
+  // column `first` on.
+  static SeriesInfo SeriesFromRow(const sqlite::Stmt& row, int first);
   // The agent_boots.above column: stored seqs above the watermark.
   static std::string EncodeAbove(const std::set<uint64_t>& above);
   static std::set<uint64_t> DecodeAbove(std::string_view bytes);
