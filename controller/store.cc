@@ -31,60 +31,45 @@ CREATE TABLE IF NOT EXISTS audit(
 );
 )sql";
 
-struct Stmt {
-  sqlite3_stmt* s = nullptr;
-  Stmt(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &s, nullptr); }
-  ~Stmt() { sqlite3_finalize(s); }
-};
-
-std::string Text(sqlite3_stmt* s, int col) {
-  const unsigned char* t = sqlite3_column_text(s, col);
-  return t ? reinterpret_cast<const char*>(t) : "";
-}
+using sqlite::Stmt;
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   std::unique_ptr<Store> store(new Store());
-  if (sqlite3_open_v2(path.c_str(), &store->db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK)
-    return absl::UnavailableError(StrCat("cannot open ", path, ": ",
-                                         store->db_ ? sqlite3_errmsg(store->db_) : "out of memory"));
-  sqlite3_busy_timeout(store->db_, 5000);
-  for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", kSchema})
-    if (auto status = store->Exec(sql); !status.ok())
-      return absl::Status(status.code(), StrCat(path, ": ", status.message()));
+  auto db = sqlite::Db::Open(path, {});
+  if (!db.ok()) return db.status();
+  store->db_holder_ = std::move(*db);
+  store->db_ = store->db_holder_.get();
+  if (auto status = sqlite::Exec(store->db_, kSchema); !status.ok())
+    return absl::Status(status.code(), StrCat(path, ": ", status.message()));
   return store;
 }
 
-Store::~Store() {
-  if (db_) sqlite3_close(db_);
-}
+Store::~Store() = default;
 
-absl::Status Store::Exec(const std::string& sql) {
-  char* error = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
-    std::string message = error ? error : "unknown error";
-    sqlite3_free(error);
-    return absl::InternalError(StrCat("sqlite: ", message));
-  }
-  return absl::OkStatus();
-}
+absl::Status Store::Exec(const std::string& sql) { return sqlite::Exec(db_, sql); }
 
 absl::StatusOr<uint64_t> Store::LatestGeneration() {
   Stmt stmt(db_, "SELECT coalesce(max(generation), 0) FROM desired");
-  if (sqlite3_step(stmt.s) != SQLITE_ROW) return absl::InternalError(sqlite3_errmsg(db_));
-  return static_cast<uint64_t>(sqlite3_column_int64(stmt.s, 0));
+  auto row = stmt.Step();
+  if (!row.ok()) return row.status();
+  return *row ? static_cast<uint64_t>(stmt.Int(0)) : 0;
 }
 
 absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Store::Desired(uint64_t generation) {
   Stmt stmt(db_, "SELECT switch, config FROM desired WHERE generation = ?1");
-  sqlite3_bind_int64(stmt.s, 1, static_cast<int64_t>(generation));
+  stmt.Bind(1, static_cast<int64_t>(generation));
   std::map<std::string, v1::SwitchConfig> out;
-  while (sqlite3_step(stmt.s) == SQLITE_ROW) {
+  for (;;) {
+    auto row = stmt.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
     v1::SwitchConfig config;
-    if (!config.ParseFromArray(sqlite3_column_blob(stmt.s, 1), sqlite3_column_bytes(stmt.s, 1)))
-      return absl::DataLossError(StrCat("desired config of ", Text(stmt.s, 0), " is corrupt"));
-    out[Text(stmt.s, 0)] = std::move(config);
+    const std::string_view blob = stmt.Blob(1);
+    if (!config.ParseFromArray(blob.data(), static_cast<int>(blob.size())))
+      return absl::DataLossError(StrCat("desired config of ", stmt.Text(0), " is corrupt"));
+    out[stmt.Text(0)] = std::move(config);
   }
   return out;
 }
@@ -94,16 +79,13 @@ absl::Status Store::SaveDesired(uint64_t generation,
   if (auto s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
   Stmt stmt(db_, "INSERT OR REPLACE INTO desired VALUES(?1, ?2, ?3, ?4)");
   for (const auto& [name, config] : configs) {
-    const std::string bytes = config.SerializeAsString();
-    sqlite3_reset(stmt.s);
-    sqlite3_bind_int64(stmt.s, 1, static_cast<int64_t>(generation));
-    sqlite3_bind_text(stmt.s, 2, name.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(stmt.s, 3, config.content_hash().c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_blob(stmt.s, 4, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
-    if (sqlite3_step(stmt.s) != SQLITE_DONE) {
-      const std::string error = sqlite3_errmsg(db_);
+    stmt.Bind(1, static_cast<int64_t>(generation))
+        .Bind(2, name)
+        .Bind(3, config.content_hash())
+        .BindBlob(4, config.SerializeAsString());
+    if (auto s = stmt.Run(); !s.ok()) {
       (void)Exec("ROLLBACK");
-      return absl::InternalError(StrCat("sqlite: ", error));
+      return s;
     }
   }
   return Exec("COMMIT");
@@ -112,7 +94,12 @@ absl::Status Store::SaveDesired(uint64_t generation,
 absl::StatusOr<std::set<std::string>> Store::Drained() {
   Stmt stmt(db_, "SELECT port FROM drains ORDER BY port");
   std::set<std::string> out;
-  while (sqlite3_step(stmt.s) == SQLITE_ROW) out.insert(Text(stmt.s, 0));
+  for (;;) {
+    auto row = stmt.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    out.insert(stmt.Text(0));
+  }
   return out;
 }
 
@@ -120,44 +107,41 @@ absl::Status Store::SetDrained(const std::string& port, bool drained, const std:
                                const std::string& who, int64_t now_us) {
   Stmt stmt(db_, drained ? "INSERT OR REPLACE INTO drains VALUES(?1, ?2, ?3, ?4)"
                          : "DELETE FROM drains WHERE port = ?1");
-  sqlite3_bind_text(stmt.s, 1, port.c_str(), -1, SQLITE_TRANSIENT);
-  if (drained) {
-    sqlite3_bind_text(stmt.s, 2, reason.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(stmt.s, 3, who.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(stmt.s, 4, now_us);
-  }
-  if (sqlite3_step(stmt.s) != SQLITE_DONE) return absl::InternalError(sqlite3_errmsg(db_));
-  return absl::OkStatus();
+  stmt.Bind(1, port);
+  if (drained) stmt.Bind(2, reason).Bind(3, who).Bind(4, now_us);
+  return stmt.Run();
 }
 
 absl::Status Store::Audit(const v1::AuditEntry& e) {
   Stmt stmt(db_, "INSERT INTO audit(ts_us, who, action, target, why, detail, generation) "
                  "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-  sqlite3_bind_int64(stmt.s, 1, e.timestamp_us());
-  sqlite3_bind_text(stmt.s, 2, e.who().c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(stmt.s, 3, e.action().c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(stmt.s, 4, e.target().c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(stmt.s, 5, e.why().c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(stmt.s, 6, e.detail().c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(stmt.s, 7, static_cast<int64_t>(e.generation()));
-  if (sqlite3_step(stmt.s) != SQLITE_DONE) return absl::InternalError(sqlite3_errmsg(db_));
-  return absl::OkStatus();
+  stmt.Bind(1, e.timestamp_us())
+      .Bind(2, e.who())
+      .Bind(3, e.action())
+      .Bind(4, e.target())
+      .Bind(5, e.why())
+      .Bind(6, e.detail())
+      .Bind(7, static_cast<int64_t>(e.generation()));
+  return stmt.Run();
 }
 
 absl::StatusOr<std::vector<v1::AuditEntry>> Store::History(uint32_t limit) {
   Stmt stmt(db_, "SELECT ts_us, who, action, target, why, detail, generation FROM audit "
                  "ORDER BY id DESC LIMIT ?1");
-  sqlite3_bind_int64(stmt.s, 1, limit == 0 ? 50 : limit);
+  stmt.Bind(1, int64_t{limit == 0 ? 50 : limit});
   std::vector<v1::AuditEntry> out;
-  while (sqlite3_step(stmt.s) == SQLITE_ROW) {
+  for (;;) {
+    auto row = stmt.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
     v1::AuditEntry e;
-    e.set_timestamp_us(sqlite3_column_int64(stmt.s, 0));
-    e.set_who(Text(stmt.s, 1));
-    e.set_action(Text(stmt.s, 2));
-    e.set_target(Text(stmt.s, 3));
-    e.set_why(Text(stmt.s, 4));
-    e.set_detail(Text(stmt.s, 5));
-    e.set_generation(static_cast<uint64_t>(sqlite3_column_int64(stmt.s, 6)));
+    e.set_timestamp_us(stmt.Int(0));
+    e.set_who(stmt.Text(1));
+    e.set_action(stmt.Text(2));
+    e.set_target(stmt.Text(3));
+    e.set_why(stmt.Text(4));
+    e.set_detail(stmt.Text(5));
+    e.set_generation(static_cast<uint64_t>(stmt.Int(6)));
     out.push_back(std::move(e));
   }
   return out;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/sqlite.h"
 #include "rocefab/v1/control.pb.h"
 
 namespace rocefab::controller {
@@ -38,6 +39,7 @@ class Store final {
  private:
   Store() = default;
   absl::Status Exec(const std::string& sql);
+  sqlite::Db db_holder_;
   sqlite3* db_ = nullptr;
 };
 
