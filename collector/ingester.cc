@@ -141,21 +141,26 @@ void Ingester::CommitGroup(std::deque<Item>& group) {
   int64_t newest_created_us = 0;
   for (size_t i = 0; i < group.size(); ++i) {
     const WriteOutcome& outcome = (*outcomes)[i];
-    group[i].done(true, outcome.status);
     metrics_.samples_stored.Increment(static_cast<double>(outcome.samples_written));
     metrics_.samples_rejected.Increment(static_cast<double>(outcome.samples_rejected));
     if (outcome.status == v1::ACK_STATUS_STORED) {
       metrics_.batches_stored.Increment();
       newest_created_us = std::max(newest_created_us, group[i].batch.created_us());
-      if (output_) {
-        const int64_t waited_us = output_->Push(
-            std::make_shared<const v1::TelemetryBatch>(std::move(group[i].batch)),
-            std::max<size_t>(1, outcome.samples_written));
-        if (waited_us > 0) metrics_.observe_backpressure_seconds.Increment(static_cast<double>(waited_us) / 1e6);
-      }
     } else {
       metrics_.batches_duplicate.Increment();
     }
+    // Counted before acked, so whoever sees the ack sees the count.
+    group[i].done(true, outcome.status);
+  }
+  // Then to the observer: its queue may make this wait, but only after
+  // every ack of the group is out.
+  for (size_t i = 0; i < group.size() && output_; ++i) {
+    const WriteOutcome& outcome = (*outcomes)[i];
+    if (outcome.status != v1::ACK_STATUS_STORED) continue;
+    const int64_t waited_us =
+        output_->Push(std::make_shared<const v1::TelemetryBatch>(std::move(group[i].batch)),
+                      std::max<size_t>(1, outcome.samples_written));
+    if (waited_us > 0) metrics_.observe_backpressure_seconds.Increment(static_cast<double>(waited_us) / 1e6);
   }
   if (on_commit_) on_commit_(store_.last_commit());
   if (newest_created_us > 0)
