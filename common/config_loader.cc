@@ -55,7 +55,24 @@ class Loader {
   absl::Status LoadField(const YAML::Node& value, const std::string& key,
                          const pb::FieldDescriptor* field, pb::Message* message) {
     const pb::Reflection* reflection = message->GetReflection();
-    if (field->is_map()) return Error(value, key, "maps are not supported in config files");
+    if (field->is_map()) {
+      // A YAML mapping of scalars (e.g. extra_labels: {cluster: a}): each
+      // pair becomes one map entry, loaded like a message {key, value}.
+      if (!value.IsMap()) return Error(value, key, "expected a mapping of names to values");
+      reflection->ClearField(message, field);
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        const std::string name = it->first.as<std::string>();
+        pb::Message* entry = reflection->AddMessage(message, field);
+        const pb::Descriptor* type = entry->GetDescriptor();
+        for (const auto& [part, node] : {std::pair{type->FindFieldByName("key"), it->first},
+                                         std::pair{type->FindFieldByName("value"), it->second}}) {
+          if (auto status = LoadScalarOrMessage(node, StrCat(key, ".", name), part, entry, false);
+              !status.ok())
+            return status;
+        }
+      }
+      return absl::OkStatus();
+    }
     if (field->is_repeated()) {
       if (!value.IsSequence()) return Error(value, key, "expected a list");
       reflection->ClearField(message, field);

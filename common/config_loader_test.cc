@@ -76,6 +76,30 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"collector: [a, b\n", "YAML syntax error"},
         BadCase{"a: 1\n\tb: 2\n", "hostd.yaml:"}));
 
+TEST(ConfigLoader, LoadsMapsOfScalarsAndRefusesOtherShapes) {
+  v1::CollectordConfig config;
+  absl::Status status = LoadYamlConfig(R"(
+remote_write:
+  - url: http://vm:8428/api/v1/write
+    extra_labels: {cluster: llama3-a, zone: z1}
+    max_queue_bytes: 1073741824
+)",
+                                       "collectord.yaml", &config);
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_EQ(config.remote_write_size(), 1);
+  EXPECT_EQ(config.remote_write(0).extra_labels().at("cluster"), "llama3-a");
+  EXPECT_EQ(config.remote_write(0).extra_labels().at("zone"), "z1");
+  EXPECT_EQ(config.remote_write(0).max_queue_bytes(), 1073741824u);
+  v1::CollectordConfig bad;
+  status = LoadYamlConfig("remote_write:\n  - extra_labels: [a, b]\n", "collectord.yaml", &bad);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(std::string(status.message()).find("expected a mapping of names to values"), std::string::npos)
+      << status;
+  status = LoadYamlConfig("remote_write:\n  - extra_labels: {cluster: [x]}\n", "collectord.yaml", &bad);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(std::string(status.message()).find("extra_labels.cluster"), std::string::npos) << status;
+}
+
 TEST(ConfigLoader, MissingFileNamesThePath) {
   v1::HostdConfig config;
   absl::Status status = LoadYamlConfigFile("/nonexistent/rocefab/hostd.yaml", &config);
