@@ -13,6 +13,8 @@
 namespace rocefab::collector {
 namespace {
 
+using sqlite::Stmt;
+
 constexpr char kLog[] = "alerts";
 
 constexpr char kSchema[] = R"sql(
@@ -173,32 +175,29 @@ absl::StatusOr<std::unique_ptr<Alerter>> Alerter::Open(const std::string& db_pat
 }
 
 absl::Status Alerter::Init(const std::string& db_path) {
-  if (sqlite3_open_v2(db_path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK)
-    return absl::UnavailableError(StrCat("cannot open ", db_path, " for alerts"));
-  sqlite3_busy_timeout(db_, 5000);
-  char* error = nullptr;
-  if (sqlite3_exec(db_, kSchema, nullptr, nullptr, &error) != SQLITE_OK) {
-    std::string message = error ? error : "unknown";
-    sqlite3_free(error);
-    return absl::InternalError(StrCat(db_path, ": alerts schema: ", message));
-  }
+  sqlite::OpenOptions options;
+  options.full_mutex = true;
+  auto db = sqlite::Db::Open(db_path, options);
+  if (!db.ok()) return absl::UnavailableError(StrCat("alerts: ", db.status().message()));
+  db_holder_ = std::move(*db);
+  db_ = db_holder_.get();
+  if (auto status = sqlite::Exec(db_, kSchema); !status.ok())
+    return absl::InternalError(StrCat(db_path, ": alerts schema: ", status.message()));
   // Alerts still firing at the last stop go on firing; the next evaluation
   // resolves those whose anomaly is gone.
-  sqlite3_stmt* stmt = nullptr;
-  sqlite3_prepare_v2(db_, "SELECT proto FROM alerts WHERE status = 'firing'", -1, &stmt, nullptr);
-  while (sqlite3_step(stmt) == SQLITE_ROW) {
+  Stmt stmt(db_, "SELECT proto FROM alerts WHERE status = 'firing'");
+  for (;;) {
+    auto row = stmt.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
     v1::Alert a;
-    if (a.ParseFromArray(sqlite3_column_blob(stmt, 0), sqlite3_column_bytes(stmt, 0))) firing_[a.fingerprint()] = a;
+    const std::string_view blob = stmt.Blob(0);
+    if (a.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) firing_[a.fingerprint()] = a;
   }
-  sqlite3_finalize(stmt);
   return absl::OkStatus();
 }
 
-Alerter::~Alerter() {
-  Stop();
-  if (db_) sqlite3_close(db_);
-}
+Alerter::~Alerter() { Stop(); }
 
 void Alerter::Start() {
   if (options_.alertmanager_urls.empty() && options_.webhook_urls.empty()) return;
@@ -215,42 +214,32 @@ void Alerter::Stop() {
 }
 
 void Alerter::SaveAlert(const v1::Alert& a) {
-  sqlite3_stmt* stmt = nullptr;
-  sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO alerts VALUES(?1, ?2, ?3, ?4)", -1, &stmt, nullptr);
-  const std::string blob = a.SerializeAsString();
-  sqlite3_bind_text(stmt, 1, a.fingerprint().c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(stmt, 2, a.status().c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(stmt, 3, a.ends_at_us());
-  sqlite3_bind_blob(stmt, 4, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
-  if (sqlite3_step(stmt) != SQLITE_DONE) LOG_ERROR(kLog, "storing alert: ", sqlite3_errmsg(db_));
-  sqlite3_finalize(stmt);
+  Stmt stmt(db_, "INSERT OR REPLACE INTO alerts VALUES(?1, ?2, ?3, ?4)");
+  stmt.Bind(1, a.fingerprint()).Bind(2, a.status()).Bind(3, a.ends_at_us()).BindBlob(4, a.SerializeAsString());
+  if (auto status = stmt.Run(); !status.ok()) LOG_ERROR(kLog, "storing alert: ", status.message());
 }
 
 void Alerter::Enqueue(const std::string& target, const std::string& body, int64_t now_us) {
-  sqlite3_stmt* stmt = nullptr;
-  sqlite3_prepare_v2(db_, "INSERT INTO outbox(target, body, attempts, next_attempt_us, created_us, last_error) "
-                          "VALUES(?1, ?2, 0, ?3, ?3, '')",
-                     -1, &stmt, nullptr);
-  sqlite3_bind_text(stmt, 1, target.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(stmt, 2, body.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(stmt, 3, now_us);
-  if (sqlite3_step(stmt) != SQLITE_DONE) {
-    LOG_ERROR(kLog, "outbox: ", sqlite3_errmsg(db_));
+  Stmt stmt(db_, "INSERT INTO outbox(target, body, attempts, next_attempt_us, created_us, last_error) "
+                 "VALUES(?1, ?2, 0, ?3, ?3, '')");
+  stmt.Bind(1, target).Bind(2, body).Bind(3, now_us);
+  if (auto status = stmt.Run(); !status.ok()) {
+    LOG_ERROR(kLog, "outbox: ", status.message());
     metrics_.notifications_dropped.Increment();
   }
-  sqlite3_finalize(stmt);
 }
 
 std::vector<v1::Silence> Alerter::ActiveSilences(int64_t now_us) {
   std::vector<v1::Silence> out;
-  sqlite3_stmt* stmt = nullptr;
-  sqlite3_prepare_v2(db_, "SELECT proto FROM silences WHERE ends_at_us > ?1 ORDER BY id", -1, &stmt, nullptr);
-  sqlite3_bind_int64(stmt, 1, now_us);
-  while (sqlite3_step(stmt) == SQLITE_ROW) {
+  Stmt stmt(db_, "SELECT proto FROM silences WHERE ends_at_us > ?1 ORDER BY id");
+  stmt.Bind(1, now_us);
+  while (true) {
+    auto row = stmt.Step();
+    if (!row.ok() || !*row) break;
     v1::Silence s;
-    if (s.ParseFromArray(sqlite3_column_blob(stmt, 0), sqlite3_column_bytes(stmt, 0))) out.push_back(std::move(s));
+    const std::string_view blob = stmt.Blob(0);
+    if (s.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) out.push_back(std::move(s));
   }
-  sqlite3_finalize(stmt);
   return out;
 }
 
@@ -374,30 +363,28 @@ size_t Alerter::DeliverDue() {
   const int64_t now = clock_.NowUs();
   {
     std::lock_guard lock(mu_);
-    sqlite3_stmt* stmt = nullptr;
-    sqlite3_prepare_v2(db_, "SELECT id, target, body, attempts, created_us FROM outbox WHERE next_attempt_us <= ?1 "
-                            "ORDER BY id LIMIT 100",
-                       -1, &stmt, nullptr);
-    sqlite3_bind_int64(stmt, 1, now);
-    while (sqlite3_step(stmt) == SQLITE_ROW)
-      due.push_back({sqlite3_column_int64(stmt, 0), reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1)),
-                     reinterpret_cast<const char*>(sqlite3_column_text(stmt, 2)), sqlite3_column_int(stmt, 3),
-                     sqlite3_column_int64(stmt, 4)});
-    sqlite3_finalize(stmt);
+    Stmt stmt(db_, "SELECT id, target, body, attempts, created_us FROM outbox WHERE next_attempt_us <= ?1 "
+                   "ORDER BY id LIMIT 100");
+    stmt.Bind(1, now);
+    while (true) {
+      auto row = stmt.Step();
+      if (!row.ok() || !*row) break;
+      due.push_back({stmt.Int(0), stmt.Text(1), stmt.Text(2), static_cast<int>(stmt.Int(3)), stmt.Int(4)});
+    }
   }
   size_t delivered = 0;
   for (const Item& item : due) {
     std::string error;
     const long code = Post(item.target, item.body, &error);
     std::lock_guard lock(mu_);
-    sqlite3_stmt* stmt = nullptr;
+    Stmt stmt;
     // 2xx: done. 4xx but 408/429: the receiver refuses this body for good.
     const bool ok = code >= 200 && code < 300;
     const bool refused = code >= 400 && code < 500 && code != 408 && code != 429;
     const bool too_old = now - item.created > options_.max_age_us;
     if (ok || refused || too_old) {
-      sqlite3_prepare_v2(db_, "DELETE FROM outbox WHERE id = ?1", -1, &stmt, nullptr);
-      sqlite3_bind_int64(stmt, 1, item.id);
+      stmt = Stmt(db_, "DELETE FROM outbox WHERE id = ?1");
+      stmt.Bind(1, item.id);
       if (ok) {
         metrics_.notifications_delivered.Increment();
         ++delivered;
@@ -409,18 +396,14 @@ size_t Alerter::DeliverDue() {
     } else {
       // Exponential backoff from 1 s, at most 5 min.
       const int64_t backoff = std::min<int64_t>(300'000'000, 1'000'000LL << std::min(item.attempts, 9));
-      sqlite3_prepare_v2(db_, "UPDATE outbox SET attempts = attempts + 1, next_attempt_us = ?2, last_error = ?3 "
-                              "WHERE id = ?1",
-                         -1, &stmt, nullptr);
-      sqlite3_bind_int64(stmt, 1, item.id);
-      sqlite3_bind_int64(stmt, 2, now + backoff);
+      stmt = Stmt(db_, "UPDATE outbox SET attempts = attempts + 1, next_attempt_us = ?2, last_error = ?3 "
+                       "WHERE id = ?1");
       const std::string why = code ? StrCat("HTTP ", code) : error;
-      sqlite3_bind_text(stmt, 3, why.c_str(), -1, SQLITE_TRANSIENT);
+      stmt.Bind(1, item.id).Bind(2, now + backoff).Bind(3, why);
       metrics_.notifications_retried.Increment();
       if (item.attempts == 0) LOG_WARN(kLog, "notification to ", item.target, " failed (", why, "); retrying");
     }
-    sqlite3_step(stmt);
-    sqlite3_finalize(stmt);
+    if (auto status = stmt.Run(); !status.ok()) LOG_ERROR(kLog, "outbox: ", status.message());
   }
   return delivered;
 }
@@ -431,10 +414,11 @@ void Alerter::SenderLoop() {
     lock.unlock();
     DeliverDue();
     lock.lock();
-    sqlite3_stmt* stmt = nullptr;
-    sqlite3_prepare_v2(db_, "SELECT count(*) FROM outbox", -1, &stmt, nullptr);
-    if (sqlite3_step(stmt) == SQLITE_ROW) metrics_.outbox_pending.Set(sqlite3_column_double(stmt, 0));
-    sqlite3_finalize(stmt);
+    {
+      Stmt count(db_, "SELECT count(*) FROM outbox");
+      auto row = count.Step();
+      if (row.ok() && *row) metrics_.outbox_pending.Set(count.Double(0));
+    }
     cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return stopping_; });
   }
 }
@@ -443,21 +427,26 @@ absl::StatusOr<v1::ListAlertsResponse> Alerter::List(bool include_resolved) {
   std::lock_guard lock(mu_);
   v1::ListAlertsResponse out;
   const int64_t now = clock_.NowUs();
-  sqlite3_stmt* stmt = nullptr;
-  sqlite3_prepare_v2(db_, "SELECT proto FROM alerts WHERE ?1 OR status = 'firing' ORDER BY ends_at_us = 0 DESC, fingerprint",
-                     -1, &stmt, nullptr);
-  sqlite3_bind_int(stmt, 1, include_resolved ? 1 : 0);
-  while (sqlite3_step(stmt) == SQLITE_ROW) {
-    v1::Alert a;
-    if (!a.ParseFromArray(sqlite3_column_blob(stmt, 0), sqlite3_column_bytes(stmt, 0))) continue;
-    if (auto it = firing_.find(a.fingerprint()); it != firing_.end()) a = it->second;
-    *out.add_alerts() = std::move(a);
+  {
+    Stmt stmt(db_, "SELECT proto FROM alerts WHERE ?1 OR status = 'firing' ORDER BY ends_at_us = 0 DESC, fingerprint");
+    stmt.Bind(1, int64_t{include_resolved ? 1 : 0});
+    for (;;) {
+      auto row = stmt.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      v1::Alert a;
+      const std::string_view blob = stmt.Blob(0);
+      if (!a.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) continue;
+      if (auto it = firing_.find(a.fingerprint()); it != firing_.end()) a = it->second;
+      *out.add_alerts() = std::move(a);
+    }
   }
-  sqlite3_finalize(stmt);
   for (auto& s : ActiveSilences(now)) *out.add_silences() = std::move(s);
-  sqlite3_prepare_v2(db_, "SELECT count(*) FROM outbox", -1, &stmt, nullptr);
-  if (sqlite3_step(stmt) == SQLITE_ROW) out.set_outbox_pending(static_cast<uint64_t>(sqlite3_column_int64(stmt, 0)));
-  sqlite3_finalize(stmt);
+  {
+    Stmt count(db_, "SELECT count(*) FROM outbox");
+    auto row = count.Step();
+    if (row.ok() && *row) out.set_outbox_pending(static_cast<uint64_t>(count.Int(0)));
+  }
   out.set_now_us(now);
   return out;
 }
@@ -469,19 +458,16 @@ absl::StatusOr<v1::SilenceResponse> Alerter::AddSilence(v1::Silence silence) {
   if (silence.ends_at_us() <= now) return absl::InvalidArgumentError("a silence must end in the future");
   std::lock_guard lock(mu_);
   silence.set_starts_at_us(now);
-  sqlite3_stmt* stmt = nullptr;
-  sqlite3_prepare_v2(db_, "SELECT coalesce(max(id), 0) + 1 FROM silences", -1, &stmt, nullptr);
-  sqlite3_step(stmt);
-  silence.set_id(static_cast<uint64_t>(sqlite3_column_int64(stmt, 0)));
-  sqlite3_finalize(stmt);
-  sqlite3_prepare_v2(db_, "INSERT INTO silences VALUES(?1, ?2, ?3)", -1, &stmt, nullptr);
-  const std::string blob = silence.SerializeAsString();
-  sqlite3_bind_int64(stmt, 1, static_cast<int64_t>(silence.id()));
-  sqlite3_bind_int64(stmt, 2, silence.ends_at_us());
-  sqlite3_bind_blob(stmt, 3, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
-  const bool ok = sqlite3_step(stmt) == SQLITE_DONE;
-  sqlite3_finalize(stmt);
-  if (!ok) return absl::InternalError(StrCat("storing the silence: ", sqlite3_errmsg(db_)));
+  {
+    Stmt next(db_, "SELECT coalesce(max(id), 0) + 1 FROM silences");
+    auto row = next.Step();
+    if (!row.ok()) return row.status();
+    silence.set_id(*row ? static_cast<uint64_t>(next.Int(0)) : 1);
+  }
+  Stmt put(db_, "INSERT INTO silences VALUES(?1, ?2, ?3)");
+  put.Bind(1, static_cast<int64_t>(silence.id())).Bind(2, silence.ends_at_us()).BindBlob(3, silence.SerializeAsString());
+  if (auto status = put.Run(); !status.ok())
+    return absl::InternalError(StrCat("storing the silence: ", status.message()));
   v1::SilenceResponse out;
   uint32_t matching = 0;
   for (const auto& [fp, a] : firing_) matching += Matches(silence, a);
@@ -493,12 +479,9 @@ absl::StatusOr<v1::SilenceResponse> Alerter::AddSilence(v1::Silence silence) {
 absl::Status Alerter::RemoveSilence(uint64_t id) {
   std::lock_guard lock(mu_);
   // Ending it now keeps the record.
-  sqlite3_stmt* stmt = nullptr;
-  sqlite3_prepare_v2(db_, "UPDATE silences SET ends_at_us = ?2 WHERE id = ?1 AND ends_at_us > ?2", -1, &stmt, nullptr);
-  sqlite3_bind_int64(stmt, 1, static_cast<int64_t>(id));
-  sqlite3_bind_int64(stmt, 2, clock_.NowUs());
-  sqlite3_step(stmt);
-  sqlite3_finalize(stmt);
+  Stmt stmt(db_, "UPDATE silences SET ends_at_us = ?2 WHERE id = ?1 AND ends_at_us > ?2");
+  stmt.Bind(1, static_cast<int64_t>(id)).Bind(2, clock_.NowUs());
+  if (auto status = stmt.Run(); !status.ok()) return status;
   if (sqlite3_changes(db_) == 0) return absl::NotFoundError(StrCat("no active silence ", id));
   return absl::OkStatus();
 }

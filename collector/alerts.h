@@ -36,6 +36,7 @@
 #include "collector/detectors.h"
 #include "collector/diagnosis.h"
 #include "common/clock.h"
+#include "common/sqlite.h"
 #include "rocefab/v1/config.pb.h"
 #include "rocefab/v1/diagnosis.pb.h"
 
@@ -93,6 +94,7 @@ class Alerter final {
   CollectorMetrics& metrics_;
   const Clock& clock_;
   std::mutex mu_;  // the connection and the maps
+  sqlite::Db db_holder_;
   sqlite3* db_ = nullptr;
   std::map<std::string, v1::Alert> firing_;       // by fingerprint
   std::map<std::string, int64_t> last_sent_us_;   // to Alertmanager
