@@ -436,7 +436,6 @@ Result RunPeer(const Options& o, const std::string& name, const std::string& dir
   // Two sender threads (as the load generator has two cores to share),
   // each with a kept-alive connection; one request per agent poll.
   std::atomic<uint64_t> accepted{0}, sent{0};
-  std::atomic<int> next_agent{0};
   const ProcStats before = ReadProc(peer.pid());
   const auto start = Clock::now();
   const auto end = start + std::chrono::seconds(o.seconds);
@@ -500,7 +499,6 @@ Result RunPeer(const Options& o, const std::string& name, const std::string& dir
       curl_easy_cleanup(curl);
     });
   }
-  (void)next_agent;
   for (auto& s : senders) s.join();
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (name == "victoria-metrics") testing::HttpGet(addr, "/internal/force_flush");

@@ -89,12 +89,8 @@ v1::DiagnoseJobResponse MergeDiagnoses(std::vector<v1::DiagnoseJobResponse> part
 v1::ListAnomaliesResponse MergeAnomalies(const std::vector<v1::ListAnomaliesResponse>& parts) {
   v1::ListAnomaliesResponse out;
   for (size_t shard = 0; shard < parts.size(); ++shard) {
-    const uint64_t tag = static_cast<uint64_t>(shard) << 48;
     for (v1::Anomaly a : parts[shard].anomalies()) {
-      if (parts.size() > 1) {
-        a.set_id(a.id() | tag);
-        if (a.caused_by() != 0) a.set_caused_by(a.caused_by() | tag);
-      }
+      if (parts.size() > 1) TagWithShard(a, shard);
       *out.add_anomalies() = std::move(a);
     }
     out.set_now_us(std::max(out.now_us(), parts[shard].now_us()));

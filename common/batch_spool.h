@@ -1,6 +1,7 @@
 #pragma once
-// An agent's disk spool: every batch not yet acked by the collector is also
-// a file, <dir>/<agent boot id>/<seq>.pb, so that a restarted agent sends
+// An agent's disk spool: batches the collector has not acked (the shipper
+// decides which: those that waited, and all at a stop) are files,
+// <dir>/<agent boot id>/<seq>.pb, so that a restarted agent sends
 // what its previous incarnation could not (the collector deduplicates by
 // agent, boot and seq). Bounded in bytes: past the bound the oldest batches
 // (earliest boot, lowest seq) are evicted and counted.

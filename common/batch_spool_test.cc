@@ -95,6 +95,7 @@ TEST(TelemetryShipper, ARestartedAgentHasItsPredecessorsUnackedBatches) {
   options.target = "127.0.0.1:1";  // nothing listens on port 1
   options.agent_id = "z1-r01-h1";
   options.spool_dir = dir / "spool";
+  options.spool_after_us = 0;  // every unacked batch to disk at once
   options.initial_backoff_us = 1000;
   options.max_backoff_us = 2000;
   std::string first_boot;
@@ -113,6 +114,29 @@ TEST(TelemetryShipper, ARestartedAgentHasItsPredecessorsUnackedBatches) {
   const auto stats = restarted.stats();
   EXPECT_EQ(stats.replay_pending, 7u);
   EXPECT_EQ(stats.pending, 1u);
+  restarted.Stop();
+}
+
+TEST(TelemetryShipper, BatchesGoToDiskOnlyOnceTheyWaitOrTheAgentStops) {
+  testing::TempDir dir;
+  TelemetryShipper::Options options;
+  options.target = "127.0.0.1:1";  // nothing listens on port 1
+  options.agent_id = "z1-r01-h1";
+  options.spool_dir = dir / "spool";
+  options.spool_after_us = 3600LL * 1'000'000;  // an hour: nothing waits that long here
+  options.initial_backoff_us = 1000;
+  options.max_backoff_us = 2000;
+  {
+    TelemetryShipper shipper(options, SystemClock::Instance());
+    ASSERT_TRUE(shipper.Start().ok());
+    for (int i = 0; i < 3; ++i) shipper.Enqueue({});
+    EXPECT_EQ(shipper.stats().spool_bytes, 0u) << "a young unacked batch stays in memory";
+    shipper.Stop();
+    EXPECT_GT(shipper.stats().spool_bytes, 0u) << "stopping writes the unacked batches";
+  }
+  TelemetryShipper restarted(options, SystemClock::Instance());
+  ASSERT_TRUE(restarted.Start().ok());
+  EXPECT_EQ(restarted.stats().replay_pending, 3u);
   restarted.Stop();
 }
 

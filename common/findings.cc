@@ -17,4 +17,10 @@ const v1::Finding* TopFinding(const v1::DiagnoseJobResponse& diagnosis) {
   return diagnosis.findings_size() > 0 ? &diagnosis.findings(0) : nullptr;
 }
 
+void TagWithShard(v1::Anomaly& anomaly, size_t shard) {
+  const uint64_t tag = static_cast<uint64_t>(shard) << 48;
+  anomaly.set_id(anomaly.id() | tag);
+  if (anomaly.caused_by() != 0) anomaly.set_caused_by(anomaly.caused_by() | tag);
+}
+
 }  // namespace rocefab

@@ -56,12 +56,19 @@ uint64_t TelemetryShipper::Enqueue(v1::TelemetryBatch batch) {
   delivery->set_dropped_overflow(stats_.dropped_overflow);
   delivery->set_rejected(stats_.rejected);
   delivery->set_pending(pending_.size());
-  if (spool_) DropEvicted(spool_->Put(batch));
   pending_.emplace(seq, std::move(batch));
+  if (spool_) {
+    const int64_t now = clock_.MonotonicUs();
+    unspooled_.emplace(seq, now);
+    SpoolOlderThan(now - options_.spool_after_us);
+  }
   ++stats_.enqueued;
   stats_.last_seq = seq;
   while (pending_.size() > options_.max_pending) {
-    if (spool_) spool_->Remove(options_.agent_boot_id, pending_.begin()->first);
+    if (spool_) {
+      spool_->Remove(options_.agent_boot_id, pending_.begin()->first);
+      unspooled_.erase(pending_.begin()->first);
+    }
     if (stats_.dropped_overflow % 100 == 0)
       LOG_WARN(kLog, "collector ", options_.target, " unreachable and ", options_.max_pending,
                " batches queued: dropping the oldest (seq ", pending_.begin()->first, ")");
@@ -81,6 +88,8 @@ bool TelemetryShipper::Flush(int64_t timeout_us) {
 void TelemetryShipper::Stop() {
   {
     std::lock_guard lock(mu_);
+    // Whatever is still unacked waits on disk for the next incarnation.
+    if (spool_) SpoolOlderThan(INT64_MAX);
     stopping_ = true;
     if (live_context_ != nullptr) live_context_->TryCancel();
     cv_.notify_all();
@@ -100,6 +109,15 @@ TelemetryShipper::Stats TelemetryShipper::stats() const {
   return copy;
 }
 
+void TelemetryShipper::SpoolOlderThan(int64_t before_us) {
+  while (!unspooled_.empty() && unspooled_.begin()->second <= before_us) {
+    const uint64_t seq = unspooled_.begin()->first;
+    unspooled_.erase(unspooled_.begin());
+    auto it = pending_.find(seq);
+    if (it != pending_.end()) DropEvicted(spool_->Put(it->second));
+  }
+}
+
 TelemetryShipper::Queue& TelemetryShipper::QueueOf(const std::string& boot) {
   if (boot == options_.agent_boot_id) return pending_;
   return earlier_[boot];
@@ -110,7 +128,8 @@ void TelemetryShipper::DropEvicted(const std::vector<std::pair<std::string, uint
     if (stats_.dropped_overflow % 100 == 0)
       LOG_WARN(kLog, "spool full (", options_.spool_max_bytes, " bytes): dropping the oldest batch (boot ",
                boot, " seq ", seq, ")");
-    QueueOf(boot).erase(seq);
+    if (boot == options_.agent_boot_id) pending_.erase(seq);
+    else if (auto it = earlier_.find(boot); it != earlier_.end()) it->second.erase(seq);
     ++stats_.dropped_overflow;
   }
 }
@@ -136,7 +155,10 @@ void TelemetryShipper::HandleAck(const std::string& boot, const v1::Ack& ack) {
       ack.seq() > stats_.max_acked_seq)
     stats_.max_acked_seq = ack.seq();
   queue.erase(it);
-  if (spool_) spool_->Remove(boot, ack.seq());
+  if (spool_) {
+    spool_->Remove(boot, ack.seq());
+    if (boot == options_.agent_boot_id) unspooled_.erase(ack.seq());
+  }
   cv_.notify_all();
 }
 

@@ -9,10 +9,13 @@
 // The queue is bounded: past max_pending the oldest batch is dropped and
 // counted in stats().dropped_overflow.
 //
-// With a spool directory, every unacked batch is also on disk
-// (common/batch_spool.h): a restarted agent first sends, on a stream of their
-// own, the batches its earlier incarnations left, under their own boot id
-// and seq, then its own.
+// With a spool directory, a batch still unacked after `spool_after_us` goes
+// to disk too (common/batch_spool.h), and so does every unacked batch at
+// Stop(): a healthy stream writes no files, an outage or a restart loses
+// none. A restarted agent first sends, on a stream of their own, the batches
+// its earlier incarnations left, under their own boot id and seq, then its
+// own. (A crash of the agent itself loses the unacked batches younger than
+// `spool_after_us`.)
 //
 // Thread-safety: Enqueue, Flush, stats and Stop may be called from any
 // thread. The shipper owns one sender thread and, while connected, one ack
@@ -48,6 +51,7 @@ class TelemetryShipper final {
     size_t max_pending = 3600;
     std::string spool_dir;                  // empty: memory only
     uint64_t spool_max_bytes = 256ULL << 20;
+    int64_t spool_after_us = 2'000'000;  // unacked this long: to disk
     int64_t initial_backoff_us = 200'000;
     int64_t max_backoff_us = 10'000'000;
   };
@@ -99,6 +103,9 @@ class TelemetryShipper final {
   void HandleAck(const std::string& boot, const v1::Ack& ack);
   Queue& QueueOf(const std::string& boot);  // REQUIRES: mu_ held
   void DropEvicted(const std::vector<std::pair<std::string, uint64_t>>& evicted);  // REQUIRES: mu_
+  // Spools this incarnation's batches enqueued before `before_us`
+  // (monotonic); all of them with INT64_MAX. REQUIRES: mu_ held.
+  void SpoolOlderThan(int64_t before_us);
 
   Options options_;
   const Clock& clock_;
@@ -109,6 +116,7 @@ class TelemetryShipper final {
   Queue pending_;                        // this incarnation's
   std::map<std::string, Queue> earlier_;  // from the spool, by boot id
   std::unique_ptr<BatchSpool> spool_;
+  std::map<uint64_t, int64_t> unspooled_;  // seq -> when it was enqueued (monotonic)
   uint64_t next_seq_ = 1;
   uint64_t send_cursor_ = 1;  // next seq to write on the current stream
   bool stream_broken_ = false;

@@ -10,6 +10,7 @@
 #include "collector/detectors.h"
 #include "collector/diagnosis.h"
 #include "collector/store.h"
+#include "common/findings.h"
 #include "common/strings.h"
 #include "common/topology.h"
 
@@ -92,8 +93,7 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     auto more = (*other)->ListAnomalies(0, 0, false);
     if (!more.ok()) return more.status();
     for (auto& a : *more) {
-      a.set_id(a.id() | (static_cast<uint64_t>(shard) << 48));
-      if (a.caused_by() != 0) a.set_caused_by(a.caused_by() | (static_cast<uint64_t>(shard) << 48));
+      TagWithShard(a, static_cast<size_t>(shard));
       anomalies->push_back(std::move(a));
     }
   }

@@ -180,8 +180,8 @@ absl::StatusOr<bool> SampleStore::Dedup(const v1::TelemetryBatch& batch, int64_t
   } else {
     boot.above.insert(seq);
   }
+  dirty_boots_.push_back(it);  // written by Flush
   boot.last_seen_us = received_us;
-  boot.dirty = true;
   now_us_ = received_us;
   return false;
 }
@@ -215,7 +215,7 @@ absl::Status SampleStore::BuildShape(const v1::TelemetryBatch& batch, Shape* sha
     shape->entity_counts.push_back(static_cast<uint32_t>(es.samples_size()));
     uint32_t stored = 0;
     for (const v1::Sample& sample : es.samples()) {
-      ShapeEntry entry{es.scope(), &shape->entity_names[e], es.port(), sample.counter(),
+      ShapeEntry entry{es.scope(), es.port(), sample.counter(),
                        sample.has_prio() ? static_cast<int64_t>(sample.prio()) : -1,
                        sample.has_queue() ? static_cast<int64_t>(sample.queue()) : -1, 0,
                        sample.kind() == v1::VALUE_KIND_GAUGE};
@@ -230,10 +230,7 @@ absl::Status SampleStore::BuildShape(const v1::TelemetryBatch& batch, Shape* sha
       }
       shape->entries.push_back(std::move(entry));
     }
-    if (stored > 0) {
-      shape->layout.entity_sizes.push_back(stored);
-      ++shape->entities_with_samples;
-    }
+    if (stored > 0) shape->layout.entity_sizes.push_back(stored);
   }
   shape->layout_hash = shape->layout.Hash();
   return absl::OkStatus();
@@ -360,16 +357,20 @@ absl::Status SampleStore::Flush(uint64_t commit) {
   for (Run* run : touched_)
     if (auto s = WriteRun(*run); !s.ok()) return s;
   touched_.clear();
-  for (auto& [key, boot] : boots_) {
-    if (!boot.dirty) continue;
+  // Only the boots this commit stored batches of (map iterators stay valid).
+  std::sort(dirty_boots_.begin(), dirty_boots_.end(),
+            [](const auto& a, const auto& b) { return a->first < b->first; });
+  dirty_boots_.erase(std::unique(dirty_boots_.begin(), dirty_boots_.end()), dirty_boots_.end());
+  for (const auto& it : dirty_boots_) {
+    const auto& [key, boot] = *it;
     put_boot_.Bind(1, key.first)
         .Bind(2, key.second)
         .Bind(3, ToDb(boot.watermark))
         .BindBlob(4, EncodeAbove(boot.above))
         .Bind(5, boot.last_seen_us);
     if (auto s = put_boot_.Run(); !s.ok()) return s;
-    boot.dirty = false;
   }
+  dirty_boots_.clear();
   put_commit_.Bind(1, ToDb(commit));
   if (auto s = put_commit_.Run(); !s.ok()) return s;
   last_commit_ = commit;
@@ -386,6 +387,7 @@ void SampleStore::Abandon() {
   touched_.clear();
   shapes_.clear();
   series_cache_.clear();
+  dirty_boots_.clear();
   boots_.clear();
 }
 

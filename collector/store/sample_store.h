@@ -104,6 +104,7 @@ CREATE TABLE IF NOT EXISTS runs(
 CREATE INDEX IF NOT EXISTS runs_by_agent ON runs(agent_id, t_max);
 CREATE INDEX IF NOT EXISTS runs_by_commit ON runs(last_commit);
 CREATE INDEX IF NOT EXISTS runs_by_time ON runs(t_max);
+CREATE INDEX IF NOT EXISTS runs_open ON runs(id) WHERE sealed = 0;
 CREATE TABLE IF NOT EXISTS parts(
   id INTEGER PRIMARY KEY,
   run_id INTEGER NOT NULL,
@@ -176,7 +177,6 @@ CREATE INDEX IF NOT EXISTS parts_by_run ON parts(run_id, part);
   // per-sample name lookups.
   struct ShapeEntry {
     int scope;
-    const std::string* entity;  // points into `names`
     uint32_t port;
     std::string counter;
     int64_t prio, queue;
@@ -189,7 +189,6 @@ CREATE INDEX IF NOT EXISTS parts_by_run ON parts(run_id, part);
     std::vector<ShapeEntry> entries;
     blocks::Layout layout;
     uint64_t layout_hash = 0;
-    int entities_with_samples = 0;
   };
   struct Run {
     int64_t run_id = 0;  // 0 until its row is written
@@ -209,7 +208,6 @@ CREATE INDEX IF NOT EXISTS parts_by_run ON parts(run_id, part);
     uint64_t watermark = 0;
     std::set<uint64_t> above;
     int64_t last_seen_us = 0;
-    bool dirty = false;
   };
 
   absl::StatusOr<int64_t> SeriesId(const v1::EntitySamples& entity, const v1::Sample& sample,
@@ -232,6 +230,7 @@ CREATE INDEX IF NOT EXISTS parts_by_run ON parts(run_id, part);
   std::unordered_map<std::string, std::vector<std::unique_ptr<Run>>> runs_;  // by agent
   std::vector<Run*> touched_;
   std::map<std::pair<std::string, std::string>, Boot> boots_;
+  std::vector<std::map<std::pair<std::string, std::string>, Boot>::iterator> dirty_boots_;
   std::vector<int64_t> to_seal_;
   int64_t last_orphan_scan_us_ = 0;
   int64_t now_us_ = 0;  // received time of the batch being added
