@@ -103,5 +103,35 @@ links:
       << text;
 }
 
+// The fabric sums follow every update of every entity, also when an entity's
+// reading changes shape or a link goes down and comes back.
+TEST(LatestValues, FabricSummariesFollowUpdatesAndReshapes) {
+  LatestValues latest(ExportOptions{0, false});
+  auto collect = [&] { return prometheus::TextSerializer().Serialize(latest.Collect()); };
+  latest.Update(PortBatch("s1/Ethernet0", 100, 1));
+  latest.Update(PortBatch("s1/Ethernet4", 200, 0));
+  std::string text = collect();
+  // 10x the deltas are the values: 1000 + 2000 us.
+  EXPECT_NE(text.find("rocefab_fabric_pfc_pause_seconds_total{zone=\"unknown\",tier=\"switch\",direction=\"rx\"} 0.003"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rocefab_fabric_links_down{zone=\"unknown\",tier=\"switch\"} 1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("rocefab_port_"), std::string::npos) << "top 0 exports no port series";
+  latest.Update(PortBatch("s1/Ethernet4", 300, 1));  // grows, link back up
+  text = collect();
+  EXPECT_NE(text.find("direction=\"rx\"} 0.004"), std::string::npos) << text;
+  EXPECT_NE(text.find("rocefab_fabric_links_down{zone=\"unknown\",tier=\"switch\"} 0"), std::string::npos) << text;
+  // A reading without its pause series: the last value still counts, so the
+  // summary counter does not go backwards.
+  v1::TelemetryBatch only_link = PortBatch("s1/Ethernet0", 0, 1);
+  only_link.mutable_entities(0)->mutable_samples()->DeleteSubrange(0, 1);
+  only_link.mutable_entities(0)->set_timestamp_us(2000);
+  latest.Update(only_link);
+  text = collect();
+  EXPECT_NE(text.find("direction=\"rx\"} 0.004"), std::string::npos) << text;
+  EXPECT_NE(text.find("rocefab_fabric_ports{zone=\"unknown\",tier=\"switch\"} 2"), std::string::npos) << text;
+  EXPECT_EQ(latest.size(), 4u);
+}
+
 }  // namespace
 }  // namespace rocefab::collector
