@@ -2,6 +2,8 @@
 
 #include <zstd.h>
 
+#include <algorithm>
+
 #include "common/strings.h"
 
 namespace rocefab::collector::blocks {
@@ -14,6 +16,54 @@ constexpr uint64_t kMaxPolls = 1 << 20;
 constexpr uint64_t kMaxSeries = 1 << 22;
 constexpr uint8_t kColumnUniformFlags = 1;
 constexpr uint8_t kColumnPlainDeltas = 2;
+// The column's value steps are packed: the smallest step, then every step's
+// excess over it in a fixed number of bits (frame of reference). Counters
+// that grow by a noisy amount each poll cost their noise's bits and no more.
+// The first step is a varint as usual (it continues the previous part, or
+// starts a run from zero) and only the others are packed.
+constexpr uint8_t kColumnPacked = 4;
+// Every sample but the first has the same flags: two flags bytes follow, the
+// first sample's and the others'. (A run's first poll has no deltas.)
+constexpr uint8_t kColumnUniformTail = 8;
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+
+int BitWidth(uint64_t v) { return v == 0 ? 0 : 64 - __builtin_clzll(v); }
+
+void PackBits(std::span<const uint64_t> values, int width, std::string* out) {
+  if (width == 0) return;
+  unsigned __int128 acc = 0;
+  int bits = 0;
+  for (uint64_t v : values) {
+    acc |= static_cast<unsigned __int128>(v) << bits;
+    bits += width;
+    for (; bits >= 8; bits -= 8, acc >>= 8) out->push_back(static_cast<char>(acc & 0xff));
+  }
+  if (bits > 0) out->push_back(static_cast<char>(acc & 0xff));
+}
+
+bool UnpackBits(std::string_view& in, size_t n, int width, std::vector<uint64_t>* values) {
+  values->assign(n, 0);
+  if (width == 0) return true;
+  const size_t bytes = (n * static_cast<size_t>(width) + 7) / 8;
+  if (bytes > in.size()) return false;
+  const uint64_t mask = width == 64 ? ~0ULL : (1ULL << width) - 1;
+  unsigned __int128 acc = 0;
+  int bits = 0;
+  size_t pos = 0;
+  for (size_t i = 0; i < n; ++i) {
+    for (; bits < width; bits += 8) acc |= static_cast<unsigned __int128>(static_cast<uint8_t>(in[pos++])) << bits;
+    (*values)[i] = static_cast<uint64_t>(acc) & mask;
+    acc >>= width;
+    bits -= width;
+  }
+  in.remove_prefix(bytes);
+  return true;
+}
 
 uint64_t Zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
 int64_t Unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
@@ -131,27 +181,71 @@ void EncodeColumns(const Layout& layout, std::span<const Poll> polls, ChainState
       state.ts[e] = p.ts_us[e];
     }
   }
+  std::vector<uint64_t> steps, excess;
   for (size_t s = 0; s < n_series; ++s) {
     const bool gauge = layout.gauge[s] != 0;
     // A column header: whether every sample has the same flags (then one
     // flags byte follows) and whether every delta equals the value step
     // (then no delta column follows), which is what a healthy counter does.
-    bool uniform = true, plain_deltas = true;
+    bool uniform = true, uniform_tail = polls.size() > 2, plain_deltas = true;
     uint64_t prev_value = state.value[s];
     for (const Poll& p : polls) {
       uniform = uniform && p.flags[s] == polls.front().flags[s];
+      uniform_tail = uniform_tail && (&p == &polls.front() || p.flags[s] == polls.back().flags[s]);
       if (p.flags[s] & kHasDelta) plain_deltas = plain_deltas && p.delta[s] == p.value[s] - prev_value;
       prev_value = p.value[s];
     }
-    const uint8_t header = (uniform ? kColumnUniformFlags : 0) | (plain_deltas ? kColumnPlainDeltas : 0);
+    // Steps as a varint of their change (counters: delta-of-delta; gauges:
+    // delta), or packed: whichever is shorter before compression.
+    // Unsigned arithmetic wraps, so a counter that wrapped still codes.
+    steps.clear();
+    prev_value = state.value[s];
+    for (const Poll& p : polls) {
+      steps.push_back(p.value[s] - prev_value);
+      prev_value = p.value[s];
+    }
+    auto varint_step = [&](uint64_t step, uint64_t prev_step) {
+      return gauge ? Zigzag(static_cast<int64_t>(step)) : Zigzag(static_cast<int64_t>(step - prev_step));
+    };
+    size_t varint_bytes = 0;
+    uint64_t prev_step = state.value_step[s];
+    int64_t low = steps.size() > 1 ? static_cast<int64_t>(steps[1]) : 0, high = low;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      varint_bytes += VarintSize(varint_step(steps[i], prev_step));
+      prev_step = steps[i];
+      if (i == 0) continue;
+      low = std::min(low, static_cast<int64_t>(steps[i]));
+      high = std::max(high, static_cast<int64_t>(steps[i]));
+    }
+    const int width = BitWidth(static_cast<uint64_t>(high) - static_cast<uint64_t>(low));
+    const bool packed =
+        steps.size() > 1 && VarintSize(varint_step(steps[0], state.value_step[s])) + VarintSize(Zigzag(low)) + 1 +
+                                    ((steps.size() - 1) * static_cast<size_t>(width) + 7) / 8 <
+                                varint_bytes;
+    if (uniform) uniform_tail = false;
+    const uint8_t header = (uniform ? kColumnUniformFlags : 0) | (uniform_tail ? kColumnUniformTail : 0) |
+                           (plain_deltas ? kColumnPlainDeltas : 0) | (packed ? kColumnPacked : 0);
     out->push_back(static_cast<char>(header));
     if (uniform && !polls.empty()) out->push_back(static_cast<char>(polls.front().flags[s]));
-    for (const Poll& p : polls) {
-      // Unsigned arithmetic wraps, so a counter that wrapped still codes.
-      const uint64_t step = p.value[s] - state.value[s];
-      if (gauge) PutVarint(Zigzag(static_cast<int64_t>(step)), out);
-      else PutVarint(Zigzag(static_cast<int64_t>(step - state.value_step[s])), out);
-      if (!uniform) out->push_back(static_cast<char>(p.flags[s]));
+    if (uniform_tail) {
+      out->push_back(static_cast<char>(polls.front().flags[s]));
+      out->push_back(static_cast<char>(polls.back().flags[s]));
+    }
+    if (packed) {
+      PutVarint(Zigzag(low), out);
+      out->push_back(static_cast<char>(width));
+      excess.clear();
+      for (size_t i = 1; i < steps.size(); ++i) excess.push_back(steps[i] - static_cast<uint64_t>(low));
+      PackBits(excess, width, out);
+    }
+    for (size_t i = 0; i < polls.size(); ++i) {
+      const Poll& p = polls[i];
+      const uint64_t step = steps[i];
+      if (!packed || i == 0) {
+        if (gauge) PutVarint(Zigzag(static_cast<int64_t>(step)), out);
+        else PutVarint(Zigzag(static_cast<int64_t>(step - state.value_step[s])), out);
+      }
+      if (!uniform && !uniform_tail) out->push_back(static_cast<char>(p.flags[s]));
       if (!plain_deltas && (p.flags[s] & kHasDelta))
         PutVarint(Zigzag(static_cast<int64_t>(p.delta[s] - step)), out);
       state.value_step[s] = step;
@@ -192,29 +286,56 @@ absl::Status DecodeColumns(const Layout& layout, std::string_view in, ChainState
       (*out)[i].ts_us[e] = state.ts[e];
     }
   }
+  std::vector<uint64_t> excess;
   for (size_t s = 0; s < n_series; ++s) {
     const bool gauge = layout.gauge[s] != 0;
     if (in.empty()) return Corrupt("truncated column header");
     const uint8_t header = static_cast<uint8_t>(in.front());
     in.remove_prefix(1);
-    if (header & ~(kColumnUniformFlags | kColumnPlainDeltas)) return Corrupt("bad column header");
-    const bool uniform = header & kColumnUniformFlags, plain_deltas = header & kColumnPlainDeltas;
+    if (header & ~(kColumnUniformFlags | kColumnPlainDeltas | kColumnPacked | kColumnUniformTail))
+      return Corrupt("bad column header");
+    const bool uniform = header & kColumnUniformFlags, plain_deltas = header & kColumnPlainDeltas,
+               packed = header & kColumnPacked, uniform_tail = header & kColumnUniformTail;
+    if (uniform && uniform_tail) return Corrupt("bad column header");
+    if (packed && n < 2) return Corrupt("packed column of fewer than two polls");
     uint8_t flags = 0;
     if (uniform && n > 0) {
       if (in.empty()) return Corrupt("truncated column flags");
       flags = static_cast<uint8_t>(in.front());
       in.remove_prefix(1);
     }
+    uint8_t first_flags = 0, tail_flags = 0;
+    if (uniform_tail) {
+      if (in.size() < 2) return Corrupt("truncated column flags");
+      first_flags = static_cast<uint8_t>(in[0]);
+      tail_flags = static_cast<uint8_t>(in[1]);
+      in.remove_prefix(2);
+    }
+    uint64_t low = 0;
+    if (packed) {
+      if (!GetVarint(in, &low) || in.empty()) return Corrupt("truncated packed column");
+      const int width = static_cast<uint8_t>(in.front());
+      in.remove_prefix(1);
+      if (width > 64) return Corrupt("bad packed width");
+      if (!UnpackBits(in, static_cast<size_t>(n - 1), width, &excess)) return Corrupt("truncated packed column");
+      low = static_cast<uint64_t>(Unzigzag(low));
+    }
     for (size_t i = first; i < out->size(); ++i) {
       Poll& p = (*out)[i];
-      uint64_t coded = 0;
-      if (!GetVarint(in, &coded)) return Corrupt("truncated value column");
-      const uint64_t step = gauge ? static_cast<uint64_t>(Unzigzag(coded))
-                                  : state.value_step[s] + static_cast<uint64_t>(Unzigzag(coded));
+      uint64_t coded = 0, step = 0;
+      if (packed && i > first) {
+        step = low + excess[i - first - 1];
+      } else {
+        if (!GetVarint(in, &coded)) return Corrupt("truncated value column");
+        step = gauge ? static_cast<uint64_t>(Unzigzag(coded))
+                     : state.value_step[s] + static_cast<uint64_t>(Unzigzag(coded));
+      }
       state.value_step[s] = step;
       state.value[s] += step;
       p.value[s] = state.value[s];
-      if (!uniform) {
+      if (uniform_tail) {
+        flags = i == first ? first_flags : tail_flags;
+      } else if (!uniform) {
         if (in.empty()) return Corrupt("truncated flags column");
         flags = static_cast<uint8_t>(in.front());
         in.remove_prefix(1);

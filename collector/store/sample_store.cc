@@ -242,7 +242,7 @@ SampleStore::Run* SampleStore::FindRun(const std::string& agent, const Shape& sh
     Run* run = it->get();
     if (run->layout_hash != shape.layout_hash || !(run->layout == shape.layout)) continue;
     // A full run is sealed (off the ack path) and the poll starts a new one.
-    if (run->polls >= options_.seal_polls && run->pending.empty()) {
+    if (Full(*run) && run->pending.empty()) {
       to_seal_.push_back(run->run_id);
       runs.erase(it);
       break;
@@ -434,7 +434,7 @@ absl::StatusOr<int> SampleStore::Seal(int64_t now_us, int max_runs) {
     for (auto it = runs.begin(); it != runs.end();) {
       Run& run = **it;
       if (run.pending.empty() && run.run_id != 0 &&
-          (run.polls >= options_.seal_polls || now_us - run.last_add_us > options_.seal_idle_us)) {
+          (Full(run) || now_us - run.last_add_us > options_.seal_idle_us)) {
         to_seal_.push_back(run.run_id);
         it = runs.erase(it);
       } else {

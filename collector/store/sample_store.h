@@ -52,7 +52,11 @@ struct DecodedRun {
 };
 
 struct SampleStoreOptions {
-  uint32_t seal_polls = 64;            // a run is sealed after this many polls
+  // A run is sealed once its parts hold this many bytes, so that a sealed
+  // run fills several pages of the file (a blob's last page is half empty on
+  // average), or after this many polls, whichever comes first.
+  uint64_t seal_bytes = 32 << 10;
+  uint32_t seal_polls = 1024;
   int64_t seal_idle_us = 120'000'000;  // ... or this long without one
   int part_level = 1;                  // zstd level of a part
   int sealed_level = 3;                // zstd level of a sealed run
@@ -218,6 +222,9 @@ CREATE INDEX IF NOT EXISTS parts_by_run ON parts(run_id, part);
   Run* FindRun(const std::string& agent, const Shape& shape);
   absl::Status WriteRun(Run& run);
   absl::Status SealRun(int64_t run_id);
+  bool Full(const Run& run) const {
+    return run.polls >= options_.seal_polls || run.bytes >= options_.seal_bytes;
+  }
 
   sqlite3* db_;
   Options options_;
