@@ -41,7 +41,7 @@ Fixture& Setup() {
   static Fixture* f = [] {
     auto* fx = new Fixture;
     fx->topology = *Topology::Build(*lab::GenerateTopology(lab::Llama3Params()));
-    fx->store = std::move(*collector::Store::Open({fx->dir / "collector.db", true}));
+    fx->store = std::move(*collector::Store::Open({.path = fx->dir / "collector.db", .relaxed_durability = true}));
     const int64_t start = SystemClock::Instance().NowUs() - kHourUs;
     fx->end_us = start + kHourUs;
     v1::Job job;
@@ -57,7 +57,7 @@ Fixture& Setup() {
         r->set_gpu(nic.gpu());
         r->set_nic(nic.name());
       }
-    if (!fx->store->StartJob(job).ok()) std::abort();
+    if (!fx->store->jobs().Start(job).ok()) std::abort();
     // The hour of collective records, one batch per host per dump.
     std::mt19937 rng(42);
     std::uniform_real_distribution<double> jitter(0.97, 1.03);
@@ -128,7 +128,7 @@ Fixture& Setup() {
     regression.set_end_us(start + kHourUs / 2 + 300'000'000);
     regression.set_magnitude(0.39);
     anomalies.push_back(regression);
-    if (!fx->store->WriteAnomalies(anomalies).ok()) std::abort();
+    if (!fx->store->anomalies().Write(anomalies).ok()) std::abort();
     return fx;
   }();
   return *f;

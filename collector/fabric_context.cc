@@ -43,7 +43,7 @@ FabricContext FabricContextSource::Get() {
     refresh = jobs_read_us_ == 0 || now - jobs_read_us_ >= kJobsEveryUs;
   }
   if (refresh) {
-    auto jobs = store_.ListJobs(false);
+    auto jobs = store_.jobs().List(false);
     std::lock_guard lock(mu_);
     jobs_read_us_ = now;
     if (jobs.ok()) jobs_ = std::move(*jobs);

@@ -109,7 +109,7 @@ void Ingester::ResolveJobs(v1::TelemetryBatch& batch) {
     // The registry changes at job boundaries; a short cache spares a query
     // per record.
     if (rec.timestamp_us() > until || rec.timestamp_us() < until - 10'000'000) {
-      auto found = store_.RunningJobOnHost(host, rec.timestamp_us());
+      auto found = store_.jobs().RunningOnHost(host, rec.timestamp_us());
       job = found.ok() ? *found : "";
       until = rec.timestamp_us() + 5'000'000;
     }

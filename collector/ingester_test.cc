@@ -16,7 +16,7 @@ namespace {
 class IngesterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto store = Store::Open({dir_ / "collector.db"});
+    auto store = Store::Open({.path = dir_ / "collector.db"});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
     ingester_ = std::make_unique<Ingester>(Ingester::Options{}, *store_, &stored_, metrics_,
@@ -59,7 +59,7 @@ TEST_F(IngesterTest, RecordsWithoutAJobTakeTheRegistrysJobOnTheirHost) {
   auto* r = job.add_ranks();
   r->set_host("z1-r01-h1");
   r->set_nic("mlx5_0");
-  ASSERT_TRUE(store_->StartJob(job).ok());
+  ASSERT_TRUE(store_->jobs().Start(job).ok());
   v1::TelemetryBatch batch;
   batch.set_agent_id("z1-r01-h1");
   batch.set_agent_boot_id("b");
@@ -108,7 +108,7 @@ TEST_F(IngesterTest, DetectorAnomaliesAreStored) {
   // Evaluation follows on the observer's thread.
   EXPECT_TRUE(testing::WaitFor(
       [&] {
-        auto open = store_->ListAnomalies(0, 0, true);
+        auto open = store_->anomalies().List(0, 0, true);
         return open.ok() && open->size() == 1 && (*open)[0].kind() == "pfc_storm";
       },
       std::chrono::seconds(5)));

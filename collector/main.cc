@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   const Clock& clock = SystemClock::Instance();
-  auto store = collector::Store::Open({config.db(), config.relaxed_durability()});
+  auto store = collector::Store::Open({.path = config.db(), .relaxed_durability = config.relaxed_durability()});
   if (!store.ok()) {
     std::cerr << "rocefab-collectord: " << store.status().message() << "\n";
     return 1;
@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
       ingester.HoldAfterCommit(slowest);
     });
   }
-  auto last_anomaly = (*store)->CloseOpenAnomalies(clock.NowUs());
+  auto last_anomaly = (*store)->anomalies().CloseOpen(clock.NowUs());
   if (!last_anomaly.ok()) {
     std::cerr << "rocefab-collectord: " << last_anomaly.status().message() << "\n";
     return 1;

@@ -54,7 +54,7 @@ grpc::Status QueryService::StartJob(grpc::ServerContext*, const v1::StartJobRequ
   }
   if (job.start_us() == 0) job.set_start_us(clock_.NowUs());
   if (job.name().empty()) job.set_name(job.id());
-  auto stored = store_.StartJob(job);
+  auto stored = store_.jobs().Start(job);
   if (!stored.ok()) return ToGrpc(stored.status());
   *response->mutable_job() = *stored;
   return grpc::Status::OK;
@@ -62,7 +62,7 @@ grpc::Status QueryService::StartJob(grpc::ServerContext*, const v1::StartJobRequ
 
 grpc::Status QueryService::EndJob(grpc::ServerContext*, const v1::EndJobRequest* request,
                                  v1::EndJobResponse* response) {
-  auto ended = store_.EndJob(request->id(), request->end_us() == 0 ? clock_.NowUs() : request->end_us());
+  auto ended = store_.jobs().End(request->id(), request->end_us() == 0 ? clock_.NowUs() : request->end_us());
   if (!ended.ok()) return ToGrpc(ended.status());
   *response->mutable_job() = *ended;
   return grpc::Status::OK;
@@ -70,7 +70,7 @@ grpc::Status QueryService::EndJob(grpc::ServerContext*, const v1::EndJobRequest*
 
 grpc::Status QueryService::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* request,
                                    v1::ListJobsResponse* response) {
-  auto jobs = store_.ListJobs(request->include_ended());
+  auto jobs = store_.jobs().List(request->include_ended());
   if (!jobs.ok()) return ToGrpc(jobs.status());
   for (auto& job : *jobs) *response->add_jobs() = std::move(job);
   response->set_now_us(clock_.NowUs());
@@ -90,9 +90,9 @@ grpc::Status QueryService::JobTimeline(grpc::ServerContext*, const v1::JobTimeli
 grpc::Status QueryService::ListAnomalies(grpc::ServerContext*, const v1::ListAnomaliesRequest* request,
                                          v1::ListAnomaliesResponse* response) {
   const int64_t now = clock_.NowUs();
-  auto anomalies = store_.ListAnomalies(request->since_us(), 0, request->active_only());
+  auto anomalies = store_.anomalies().List(request->since_us(), 0, request->active_only());
   if (!anomalies.ok()) return ToGrpc(anomalies.status());
-  auto jobs = store_.ListJobs(false);
+  auto jobs = store_.jobs().List(false);
   if (!jobs.ok()) return ToGrpc(jobs.status());
   const Topology* topology = context_ ? context_->topology().get() : nullptr;
   const std::set<std::string> drained = context_ ? context_->Drained() : std::set<std::string>();
@@ -110,7 +110,7 @@ grpc::Status QueryService::ListAnomalies(grpc::ServerContext*, const v1::ListAno
 grpc::Status QueryService::DiagnoseJob(grpc::ServerContext*, const v1::DiagnoseJobRequest* request,
                                        v1::DiagnoseJobResponse* response) {
   if (request->job().empty()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no job id");
-  auto job = store_.GetJob(request->job());
+  auto job = store_.jobs().Get(request->job());
   if (!job.ok()) return ToGrpc(job.status());
   DiagnoseInput in;
   in.job = std::move(*job);
@@ -119,7 +119,7 @@ grpc::Status QueryService::DiagnoseJob(grpc::ServerContext*, const v1::DiagnoseJ
   in.window_start_us = std::max(in.window_end_us - window, in.job.start_us());
   if (in.job.end_us() > 0) in.window_end_us = std::min(in.window_end_us, in.job.end_us());
   in.onset_only = request->onset_only();
-  auto anomalies = store_.ListAnomalies(in.window_start_us, in.window_end_us, false);
+  auto anomalies = store_.anomalies().List(in.window_start_us, in.window_end_us, false);
   if (!anomalies.ok()) return ToGrpc(anomalies.status());
   in.anomalies = std::move(*anomalies);
   in.footprint = JobFootprint(context_ ? context_->topology().get() : nullptr, in.job,
@@ -166,7 +166,7 @@ grpc::Status QueryService::RecordPlaybookRun(grpc::ServerContext* context, const
   if (run.playbook().empty() || run.result().empty())
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a playbook run needs its playbook and result");
   if (run.who().empty()) run.set_who(context->peer());
-  auto id = store_.RecordPlaybookRun(std::move(run));
+  auto id = store_.audit().Record(std::move(run));
   if (!id.ok()) return ToGrpc(id.status());
   response->set_id(*id);
   return grpc::Status::OK;
@@ -174,7 +174,7 @@ grpc::Status QueryService::RecordPlaybookRun(grpc::ServerContext* context, const
 
 grpc::Status QueryService::ListPlaybookRuns(grpc::ServerContext*, const v1::ListPlaybookRunsRequest* request,
                                             v1::ListPlaybookRunsResponse* response) {
-  auto runs = store_.ListPlaybookRuns(request->limit());
+  auto runs = store_.audit().List(request->limit());
   if (!runs.ok()) return ToGrpc(runs.status());
   for (auto& r : *runs) *response->add_runs() = std::move(r);
   return grpc::Status::OK;

@@ -174,7 +174,7 @@ void AutoRemediator::Loop() {
     run.set_who(StrCat("rocefab-collectord (automatic, alert ", job.fingerprint, ")"));
     for (const auto& line : run.log()) LOG_INFO(kLog, job.rule->playbook.name(), ": ", line);
     LOG_INFO(kLog, "playbook ", job.rule->playbook.name(), " on ", job.target, ": ", run.result());
-    if (auto id = store_.RecordPlaybookRun(run); !id.ok())
+    if (auto id = store_.audit().Record(run); !id.ok())
       LOG_ERROR(kLog, "recording the playbook run: ", id.status().message());
     lock.lock();
   }

@@ -59,35 +59,6 @@ CREATE TABLE IF NOT EXISTS collectives(
 );
 CREATE INDEX IF NOT EXISTS collectives_by_job ON collectives(job, ts_us);
 CREATE INDEX IF NOT EXISTS collectives_by_time ON collectives(ts_us);
-CREATE TABLE IF NOT EXISTS jobs(
-  id TEXT PRIMARY KEY,
-  name TEXT NOT NULL,
-  start_us INTEGER NOT NULL,
-  end_us INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS job_ranks(
-  job TEXT NOT NULL,
-  rank INTEGER NOT NULL,
-  host TEXT NOT NULL,
-  gpu INTEGER NOT NULL,
-  nic TEXT NOT NULL,
-  PRIMARY KEY(job, rank)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS job_ranks_by_host ON job_ranks(host);
-CREATE TABLE IF NOT EXISTS anomalies(
-  id INTEGER PRIMARY KEY,
-  kind TEXT NOT NULL,
-  entity TEXT NOT NULL,
-  start_us INTEGER NOT NULL,
-  end_us INTEGER NOT NULL,
-  proto BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS anomalies_by_end ON anomalies(end_us);
-CREATE TABLE IF NOT EXISTS playbook_runs(
-  id INTEGER PRIMARY KEY,
-  started_us INTEGER NOT NULL,
-  proto BLOB NOT NULL
-);
 )sql";
 
 absl::Status SqlError(sqlite3* db, std::string_view what) { return sqlite::Error(db, what); }
@@ -126,6 +97,16 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) 
   return store;
 }
 
+void Store::MakeRecordStores() {
+  // The job registry, anomalies and audit log write from query and observer
+  // threads through their own connection, so the ingester's writer
+  // connection stays single-threaded.
+  const RecordConnections db{jobs_db_, &jobs_mu_, reader_, &reader_mu_};
+  jobs_ = std::make_unique<JobRegistry>(db);
+  anomalies_ = std::make_unique<AnomalyStore>(db);
+  audit_ = std::make_unique<AuditLog>(db);
+}
+
 absl::Status Store::Init(const StoreOptions& options) {
   if (options.read_only) {
     sqlite::OpenOptions ro;
@@ -137,6 +118,7 @@ absl::Status Store::Init(const StoreOptions& options) {
     if (!TableExists(reader_, "runs"))
       return absl::FailedPreconditionError(
           StrCat(options.path, ": not a collector database of schema version ", kSchemaVersion));
+    MakeRecordStores();
     return absl::OkStatus();
   }
   sqlite::OpenOptions writer_options;
@@ -166,8 +148,10 @@ absl::Status Store::Init(const StoreOptions& options) {
                       "the file away to start empty"));
   if (auto status = Exec(writer_, kSchema); !status.ok())
     return absl::Status(status.code(), StrCat(options.path, ": ", status.message()));
-  if (auto status = Exec(writer_, SampleStore::kSchema); !status.ok())
-    return absl::Status(status.code(), StrCat(options.path, ": ", status.message()));
+  for (const char* schema : {SampleStore::kSchema, JobRegistry::kSchema, AnomalyStore::kSchema, AuditLog::kSchema}) {
+    if (auto status = Exec(writer_, schema); !status.ok())
+      return absl::Status(status.code(), StrCat(options.path, ": ", status.message()));
+  }
 
   sqlite::OpenOptions reader_options;
   reader_options.read_only = true;
@@ -183,6 +167,7 @@ absl::Status Store::Init(const StoreOptions& options) {
   if (!jobs.ok()) return jobs.status();
   jobs_db_holder_ = std::move(*jobs);
   jobs_db_ = jobs_db_holder_.get();
+  MakeRecordStores();
 
   begin_ = Statement(writer_, "BEGIN IMMEDIATE", true);
   commit_ = Statement(writer_, "COMMIT", true);
@@ -387,89 +372,13 @@ absl::StatusOr<int> Store::SealRuns(int64_t now_us, int max_runs) {
 absl::StatusOr<uint64_t> Store::Prune(int64_t cutoff_us, uint64_t keep_after_commit) {
   auto deleted = samples_->Prune(cutoff_us, keep_after_commit);
   if (!deleted.ok()) return deleted.status();
-  for (const char* sql : {"DELETE FROM anomalies WHERE end_us != 0 AND end_us < ?1",
-                          "DELETE FROM collectives WHERE ts_us < ?1"}) {
-    Statement stmt(writer_, sql);
-    if (!stmt.ok()) return stmt.status();
-    stmt.Bind(1, cutoff_us);
-    if (auto s = stmt.Run(); !s.ok()) return s;
-    *deleted += sqlite3_changes(writer_);
-  }
-  return deleted;
-}
-
-absl::StatusOr<v1::Job> Store::StartJob(const v1::Job& job) {
-  std::lock_guard lock(jobs_mu_);
-  Statement find(jobs_db_, "SELECT end_us FROM jobs WHERE id = ?1");
-  BindText(find.get(), 1, job.id());
-  if (sqlite3_step(find.get()) == SQLITE_ROW && sqlite3_column_int64(find.get(), 0) == 0)
-    return absl::AlreadyExistsError(StrCat("job ", job.id(), " is already running"));
-  Statement begin(jobs_db_, "BEGIN IMMEDIATE"), commit(jobs_db_, "COMMIT"), rollback(jobs_db_, "ROLLBACK");
-  if (sqlite3_step(begin.get()) != SQLITE_DONE) return SqlError(jobs_db_, "begin job");
-  Statement del(jobs_db_, "DELETE FROM job_ranks WHERE job = ?1");
-  BindText(del.get(), 1, job.id());
-  Statement put(jobs_db_, "INSERT OR REPLACE INTO jobs VALUES(?1, ?2, ?3, 0)");
-  BindText(put.get(), 1, job.id());
-  BindText(put.get(), 2, job.name());
-  sqlite3_bind_int64(put.get(), 3, job.start_us());
-  bool ok = sqlite3_step(del.get()) == SQLITE_DONE && sqlite3_step(put.get()) == SQLITE_DONE;
-  Statement rank(jobs_db_, "INSERT INTO job_ranks VALUES(?1, ?2, ?3, ?4, ?5)");
-  for (const auto& r : job.ranks()) {
-    if (!ok) break;
-    sqlite3_reset(rank.get());
-    BindText(rank.get(), 1, job.id());
-    sqlite3_bind_int64(rank.get(), 2, r.rank());
-    BindText(rank.get(), 3, r.host());
-    sqlite3_bind_int64(rank.get(), 4, r.gpu());
-    BindText(rank.get(), 5, r.nic());
-    ok = sqlite3_step(rank.get()) == SQLITE_DONE;
-  }
-  if (!ok) {
-    absl::Status status = SqlError(jobs_db_, "store job");
-    sqlite3_step(rollback.get());
-    return status;
-  }
-  if (sqlite3_step(commit.get()) != SQLITE_DONE) return SqlError(jobs_db_, "commit job");
-  return job;
-}
-
-absl::StatusOr<v1::Job> Store::EndJob(const std::string& id, int64_t end_us) {
-  std::lock_guard lock(jobs_mu_);
-  Statement end(jobs_db_, "UPDATE jobs SET end_us = ?2 WHERE id = ?1 AND end_us = 0");
-  BindText(end.get(), 1, id);
-  sqlite3_bind_int64(end.get(), 2, end_us);
-  if (sqlite3_step(end.get()) != SQLITE_DONE) return SqlError(jobs_db_, "end job");
-  if (sqlite3_changes(jobs_db_) == 0) return absl::NotFoundError(StrCat("no running job ", id));
-  v1::Job job;
-  job.set_id(id);
-  job.set_end_us(end_us);
-  return job;
-}
-
-absl::StatusOr<std::vector<v1::Job>> Store::ListJobs(bool include_ended) {
-  std::lock_guard lock(reader_mu_);
-  Statement jobs(reader_, "SELECT id, name, start_us, end_us FROM jobs WHERE ?1 OR end_us = 0 ORDER BY start_us DESC");
-  Statement ranks(reader_, "SELECT rank, host, gpu, nic FROM job_ranks WHERE job = ?1 ORDER BY rank");
-  sqlite3_bind_int(jobs.get(), 1, include_ended ? 1 : 0);
-  std::vector<v1::Job> out;
-  while (sqlite3_step(jobs.get()) == SQLITE_ROW) {
-    v1::Job job;
-    job.set_id(ColumnText(jobs.get(), 0));
-    job.set_name(ColumnText(jobs.get(), 1));
-    job.set_start_us(sqlite3_column_int64(jobs.get(), 2));
-    job.set_end_us(sqlite3_column_int64(jobs.get(), 3));
-    sqlite3_reset(ranks.get());
-    BindText(ranks.get(), 1, job.id());
-    while (sqlite3_step(ranks.get()) == SQLITE_ROW) {
-      auto* r = job.add_ranks();
-      r->set_rank(static_cast<uint32_t>(sqlite3_column_int64(ranks.get(), 0)));
-      r->set_host(ColumnText(ranks.get(), 1));
-      r->set_gpu(static_cast<uint32_t>(sqlite3_column_int64(ranks.get(), 2)));
-      r->set_nic(ColumnText(ranks.get(), 3));
-    }
-    out.push_back(std::move(job));
-  }
-  return out;
+  Statement stmt(writer_, "DELETE FROM collectives WHERE ts_us < ?1");
+  if (!stmt.ok()) return stmt.status();
+  if (auto s = stmt.Bind(1, cutoff_us).Run(); !s.ok()) return s;
+  *deleted += sqlite3_changes(writer_);
+  auto anomalies = anomalies_->Prune(cutoff_us);
+  if (!anomalies.ok()) return anomalies.status();
+  return *deleted + *anomalies;
 }
 
 absl::StatusOr<std::vector<v1::JobTimelinePoint>> Store::JobTimeline(const std::string& job,
@@ -794,126 +703,6 @@ ORDER BY entity, port, counter, prio, queue)sql");
     rows.push_back(std::move(row));
   }
   return rows;
-}
-
-}  // namespace rocefab::collector
-
-namespace rocefab::collector {
-
-absl::Status Store::WriteAnomalies(std::span<const v1::Anomaly> anomalies) {
-  if (anomalies.empty()) return absl::OkStatus();
-  std::lock_guard lock(jobs_mu_);
-  return WriteAnomaliesLocked(anomalies);
-}
-
-absl::Status Store::WriteAnomaliesLocked(std::span<const v1::Anomaly> anomalies) {
-  if (anomalies.empty()) return absl::OkStatus();
-  Statement put(jobs_db_, "INSERT OR REPLACE INTO anomalies VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
-  if (!put.ok()) return SqlError(jobs_db_, "prepare anomaly");
-  if (auto status = Exec(jobs_db_, "BEGIN IMMEDIATE"); !status.ok()) return status;
-  for (const v1::Anomaly& a : anomalies) {
-    sqlite3_reset(put.get());
-    sqlite3_bind_int64(put.get(), 1, ToDb(a.id()));
-    BindText(put.get(), 2, a.kind());
-    BindText(put.get(), 3, a.entity());
-    sqlite3_bind_int64(put.get(), 4, a.start_us());
-    sqlite3_bind_int64(put.get(), 5, a.end_us());
-    const std::string blob = a.SerializeAsString();
-    sqlite3_bind_blob(put.get(), 6, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
-    if (sqlite3_step(put.get()) != SQLITE_DONE) {
-      absl::Status status = SqlError(jobs_db_, "store anomaly");
-      Exec(jobs_db_, "ROLLBACK").IgnoreError();
-      return status;
-    }
-  }
-  return Exec(jobs_db_, "COMMIT");
-}
-
-absl::StatusOr<uint64_t> Store::CloseOpenAnomalies(int64_t at_us) {
-  std::lock_guard lock(jobs_mu_);
-  Statement open(jobs_db_, "SELECT proto FROM anomalies WHERE end_us = 0");
-  std::vector<v1::Anomaly> closing;
-  while (sqlite3_step(open.get()) == SQLITE_ROW) {
-    v1::Anomaly a;
-    if (!a.ParseFromArray(sqlite3_column_blob(open.get(), 0), sqlite3_column_bytes(open.get(), 0))) continue;
-    a.set_end_us(std::max(a.updated_us(), a.start_us()));
-    if (a.end_us() == 0) a.set_end_us(at_us);
-    closing.push_back(std::move(a));
-  }
-  open = Statement();
-  if (auto status = WriteAnomaliesLocked(closing); !status.ok()) return status;
-  Statement max(jobs_db_, "SELECT coalesce(max(id), 0) FROM anomalies");
-  if (sqlite3_step(max.get()) != SQLITE_ROW) return SqlError(jobs_db_, "max anomaly id");
-  return FromDb(sqlite3_column_int64(max.get(), 0));
-}
-
-absl::StatusOr<std::vector<v1::Anomaly>> Store::ListAnomalies(int64_t since_us, int64_t until_us,
-                                                              bool active_only) {
-  std::lock_guard lock(reader_mu_);
-  Statement stmt(reader_, R"sql(
-SELECT proto FROM anomalies
-WHERE (end_us = 0 OR (NOT ?3 AND end_us >= ?1)) AND (?2 = 0 OR start_us <= ?2)
-ORDER BY start_us, id)sql");
-  if (!stmt.ok()) return SqlError(reader_, "list anomalies");
-  sqlite3_bind_int64(stmt.get(), 1, since_us);
-  sqlite3_bind_int64(stmt.get(), 2, until_us);
-  sqlite3_bind_int(stmt.get(), 3, active_only ? 1 : 0);
-  std::vector<v1::Anomaly> out;
-  while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
-    v1::Anomaly a;
-    if (a.ParseFromArray(sqlite3_column_blob(stmt.get(), 0), sqlite3_column_bytes(stmt.get(), 0)))
-      out.push_back(std::move(a));
-  }
-  return out;
-}
-
-absl::StatusOr<std::string> Store::RunningJobOnHost(const std::string& host, int64_t at_us) {
-  std::lock_guard lock(reader_mu_);
-  Statement stmt(reader_, R"sql(
-SELECT j.id FROM jobs j JOIN job_ranks r ON r.job = j.id
-WHERE r.host = ?1 AND j.start_us <= ?2 AND (j.end_us = 0 OR j.end_us >= ?2)
-ORDER BY j.start_us DESC LIMIT 1)sql");
-  if (!stmt.ok()) return SqlError(reader_, "job on host");
-  BindText(stmt.get(), 1, host);
-  sqlite3_bind_int64(stmt.get(), 2, at_us);
-  if (sqlite3_step(stmt.get()) == SQLITE_ROW) return ColumnText(stmt.get(), 0);
-  return std::string();
-}
-
-absl::StatusOr<v1::Job> Store::GetJob(const std::string& id) {
-  auto jobs = ListJobs(true);
-  if (!jobs.ok()) return jobs.status();
-  for (v1::Job& job : *jobs)
-    if (job.id() == id) return std::move(job);
-  return absl::NotFoundError(StrCat("no job ", id, " in the registry"));
-}
-
-absl::StatusOr<uint64_t> Store::RecordPlaybookRun(v1::PlaybookRun run) {
-  std::lock_guard lock(jobs_mu_);
-  Statement next(jobs_db_, "SELECT coalesce(max(id), 0) + 1 FROM playbook_runs");
-  if (sqlite3_step(next.get()) != SQLITE_ROW) return SqlError(jobs_db_, "playbook run id");
-  run.set_id(FromDb(sqlite3_column_int64(next.get(), 0)));
-  Statement put(jobs_db_, "INSERT INTO playbook_runs VALUES(?1, ?2, ?3)");
-  const std::string blob = run.SerializeAsString();
-  sqlite3_bind_int64(put.get(), 1, ToDb(run.id()));
-  sqlite3_bind_int64(put.get(), 2, run.started_us());
-  sqlite3_bind_blob(put.get(), 3, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
-  if (sqlite3_step(put.get()) != SQLITE_DONE) return SqlError(jobs_db_, "record playbook run");
-  return run.id();
-}
-
-absl::StatusOr<std::vector<v1::PlaybookRun>> Store::ListPlaybookRuns(uint32_t limit) {
-  std::lock_guard lock(reader_mu_);
-  Statement stmt(reader_, "SELECT proto FROM playbook_runs ORDER BY id DESC LIMIT ?1");
-  if (!stmt.ok()) return SqlError(reader_, "list playbook runs");
-  sqlite3_bind_int64(stmt.get(), 1, limit ? limit : 20);
-  std::vector<v1::PlaybookRun> out;
-  while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
-    v1::PlaybookRun run;
-    if (run.ParseFromArray(sqlite3_column_blob(stmt.get(), 0), sqlite3_column_bytes(stmt.get(), 0)))
-      out.push_back(std::move(run));
-  }
-  return out;
 }
 
 }  // namespace rocefab::collector

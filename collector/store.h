@@ -1,6 +1,10 @@
 #pragma once
 // The collector's durable store: one SQLite file in WAL mode. Schema in
-// docs/architecture.md ("Collector store").
+// docs/architecture.md ("Collector store"). Store itself is the telemetry
+// store (agents, counter samples, collective records); the job registry,
+// the anomaly store and the playbook audit log live beside it in the same
+// file (collector/store/) and are reached through jobs(), anomalies() and
+// audit().
 //
 // Writes come from one writer thread (the Ingester) through WriteBatches,
 // which stores many batches in one transaction; reads (the Query service)
@@ -18,6 +22,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "collector/store/anomaly_store.h"
+#include "collector/store/audit_log.h"
+#include "collector/store/job_registry.h"
 #include "collector/store/sample_store.h"
 #include "common/sqlite.h"
 #include "rocefab/v1/diagnosis.pb.h"
@@ -30,7 +37,7 @@ namespace rocefab::collector {
 struct StoreOptions {
   std::string path;
   bool relaxed_durability = false;  // synchronous=NORMAL instead of FULL
-  SampleStore::Options samples;
+  SampleStore::Options samples = {};
   // A file in the row-per-sample schema (version 1) is converted on open;
   // false refuses it with a message instead.
   bool migrate = true;
@@ -87,27 +94,14 @@ class Store final {
   };
   absl::StatusOr<StoredSeqs> GetStoredSeqs(const std::string& agent, const std::string& boot);
 
-  // The job registry; any thread (job changes are rare and short).
-  absl::StatusOr<v1::Job> StartJob(const v1::Job& job);
-  absl::StatusOr<v1::Job> EndJob(const std::string& id, int64_t end_us);
-  absl::StatusOr<std::vector<v1::Job>> ListJobs(bool include_ended);
+  // The records beside the telemetry, in the same file; any thread.
+  JobRegistry& jobs() { return *jobs_; }
+  AnomalyStore& anomalies() { return *anomalies_; }
+  AuditLog& audit() { return *audit_; }
+
+  // Per-bucket and per-op summaries of a job's collective records.
   absl::StatusOr<std::vector<v1::JobTimelinePoint>> JobTimeline(const std::string& job, int64_t since_us,
                                                                 int64_t bucket_us);
-
-  // Anomalies (insert or update by id). Any thread (their own connection).
-  absl::Status WriteAnomalies(std::span<const v1::Anomaly> anomalies);
-  // At start: anomalies left open by a previous run are closed at their last
-  // update (they reopen if the condition persists). Returns the highest id.
-  absl::StatusOr<uint64_t> CloseOpenAnomalies(int64_t at_us);
-  // Anomalies active at some point in [since_us, until_us] (until 0: now).
-  absl::StatusOr<std::vector<v1::Anomaly>> ListAnomalies(int64_t since_us, int64_t until_us,
-                                                         bool active_only);
-  // The registered job running on `host` at `at_us`, or "".
-  absl::StatusOr<std::string> RunningJobOnHost(const std::string& host, int64_t at_us);
-  absl::StatusOr<v1::Job> GetJob(const std::string& id);
-  // The playbook audit log; any thread.
-  absl::StatusOr<uint64_t> RecordPlaybookRun(v1::PlaybookRun run);
-  absl::StatusOr<std::vector<v1::PlaybookRun>> ListPlaybookRuns(uint32_t limit);
 
   // Reads; any thread.
   absl::StatusOr<std::vector<v1::AgentInfo>> ListAgents();
@@ -135,7 +129,7 @@ class Store final {
   Store() = default;
   absl::Status Init(const StoreOptions& options);
   absl::Status MigrateRowSamples(const std::string& path);
-  absl::Status WriteAnomaliesLocked(std::span<const v1::Anomaly> anomalies);  // REQUIRES: jobs_mu_
+  void MakeRecordStores();
   absl::StatusOr<WriteOutcome> WriteOne(const v1::TelemetryBatch& batch, int64_t received_us,
                                         uint64_t commit);
   // Flattens decoded runs into rows; series names from the reader cache.
@@ -153,6 +147,9 @@ class Store final {
   // Writer statements.
   sqlite::Stmt begin_, commit_, rollback_, upsert_agent_, insert_collective_;
   std::unique_ptr<SampleStore> samples_;
+  std::unique_ptr<JobRegistry> jobs_;
+  std::unique_ptr<AnomalyStore> anomalies_;
+  std::unique_ptr<AuditLog> audit_;
   std::unordered_map<int64_t, SeriesInfo> series_info_;  // reader side; series never change
 };
 

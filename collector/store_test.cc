@@ -40,7 +40,7 @@ v1::TelemetryBatch Batch(uint64_t seq, int64_t ts_us, uint64_t rx_bytes,
 class StoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto store = Store::Open({dir_ / "collector.db"});
+    auto store = Store::Open({.path = dir_ / "collector.db"});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
   }
@@ -149,7 +149,7 @@ TEST_F(StoreTest, RetentionPrunesOldSamples) {
 TEST_F(StoreTest, SurvivesReopen) {
   Write({Batch(1, 1, 1, std::nullopt)});
   store_.reset();
-  auto reopened = Store::Open({dir_ / "collector.db"});
+  auto reopened = Store::Open({.path = dir_ / "collector.db"});
   ASSERT_TRUE(reopened.ok());
   store_ = std::move(*reopened);
   auto again = Write({Batch(1, 1, 1, std::nullopt)});
@@ -181,13 +181,13 @@ TEST_F(StoreTest, JobTimelineBucketsCollectiveRecords) {
 }
 
 TEST(StoreOpen, ClearErrors) {
-  auto missing_dir = Store::Open({"/nonexistent/dir/collector.db"});
+  auto missing_dir = Store::Open({.path = "/nonexistent/dir/collector.db"});
   ASSERT_FALSE(missing_dir.ok());
   EXPECT_NE(std::string(missing_dir.status().message()).find("/nonexistent/dir/collector.db"),
             std::string::npos);
   testing::TempDir dir;
   testing::WriteFile(dir / "not-a-db", "this is not an SQLite file, it is a text file\n");
-  EXPECT_FALSE(Store::Open({dir / "not-a-db"}).ok());
+  EXPECT_FALSE(Store::Open({.path = dir / "not-a-db"}).ok());
 }
 
 TEST_F(StoreTest, AnomaliesAreUpdatedByIdListedByTimeAndClosedAtRestart) {
@@ -202,23 +202,23 @@ TEST_F(StoreTest, AnomaliesAreUpdatedByIdListedByTimeAndClosedAtRestart) {
   b.set_kind("link_flap");
   b.set_start_us(5000);
   b.set_end_us(6000);
-  ASSERT_TRUE(store_->WriteAnomalies(std::vector<v1::Anomaly>{a, b}).ok());
+  ASSERT_TRUE(store_->anomalies().Write(std::vector<v1::Anomaly>{a, b}).ok());
   a.set_updated_us(2500);
   a.add_evidence()->set_counter("pfc_tx_pause_us");
-  ASSERT_TRUE(store_->WriteAnomalies(std::vector<v1::Anomaly>{a}).ok());
-  auto active = store_->ListAnomalies(0, 0, true);
+  ASSERT_TRUE(store_->anomalies().Write(std::vector<v1::Anomaly>{a}).ok());
+  auto active = store_->anomalies().List(0, 0, true);
   ASSERT_TRUE(active.ok());
   ASSERT_EQ(active->size(), 1u);
   EXPECT_EQ((*active)[0].evidence_size(), 1) << "the update replaced the row";
   // Active some time in [7000, now]: only the open one; in [4000, 5500]: both.
-  EXPECT_EQ(store_->ListAnomalies(7000, 0, false)->size(), 1u);
-  EXPECT_EQ(store_->ListAnomalies(4000, 5500, false)->size(), 2u);
-  EXPECT_EQ(store_->ListAnomalies(0, 900, false)->size(), 0u) << "nothing had started by 900";
+  EXPECT_EQ(store_->anomalies().List(7000, 0, false)->size(), 1u);
+  EXPECT_EQ(store_->anomalies().List(4000, 5500, false)->size(), 2u);
+  EXPECT_EQ(store_->anomalies().List(0, 900, false)->size(), 0u) << "nothing had started by 900";
   // A restart closes what was open at its last update and returns the max id.
-  auto max_id = store_->CloseOpenAnomalies(9000);
+  auto max_id = store_->anomalies().CloseOpen(9000);
   ASSERT_TRUE(max_id.ok());
   EXPECT_EQ(*max_id, 2u);
-  auto all = store_->ListAnomalies(0, 0, false);
+  auto all = store_->anomalies().List(0, 0, false);
   ASSERT_EQ(all->size(), 2u);
   EXPECT_EQ((*all)[0].end_us(), 2500);
 }
@@ -230,19 +230,74 @@ TEST_F(StoreTest, RegistryNamesTheJobOnAHostAtATime) {
   auto* r = job.add_ranks();
   r->set_host("z1-r01-h1");
   r->set_nic("mlx5_0");
-  ASSERT_TRUE(store_->StartJob(job).ok());
-  EXPECT_EQ(*store_->RunningJobOnHost("z1-r01-h1", 2000), "4711");
-  EXPECT_EQ(*store_->RunningJobOnHost("z1-r01-h1", 500), "") << "before it started";
-  EXPECT_EQ(*store_->RunningJobOnHost("z1-r02-h1", 2000), "");
-  ASSERT_TRUE(store_->EndJob("4711", 3000).ok());
-  EXPECT_EQ(*store_->RunningJobOnHost("z1-r01-h1", 4000), "") << "after it ended";
-  EXPECT_EQ(*store_->RunningJobOnHost("z1-r01-h1", 2500), "4711") << "history still answers";
+  ASSERT_TRUE(store_->jobs().Start(job).ok());
+  EXPECT_EQ(*store_->jobs().RunningOnHost("z1-r01-h1", 2000), "4711");
+  EXPECT_EQ(*store_->jobs().RunningOnHost("z1-r01-h1", 500), "") << "before it started";
+  EXPECT_EQ(*store_->jobs().RunningOnHost("z1-r02-h1", 2000), "");
+  ASSERT_TRUE(store_->jobs().End("4711", 3000).ok());
+  EXPECT_EQ(*store_->jobs().RunningOnHost("z1-r01-h1", 4000), "") << "after it ended";
+  EXPECT_EQ(*store_->jobs().RunningOnHost("z1-r01-h1", 2500), "4711") << "history still answers";
+}
+
+TEST_F(StoreTest, RegistryRefusesASecondStartAndAnEndOfNoRunningJob) {
+  v1::Job job;
+  job.set_id("4711");
+  job.set_start_us(1000);
+  job.add_ranks()->set_host("z1-r01-h1");
+  ASSERT_TRUE(store_->jobs().Start(job).ok());
+  EXPECT_EQ(store_->jobs().Start(job).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(store_->jobs().End("4712", 2000).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(store_->jobs().End("4711", 2000).ok());
+  // Started again after it ended: one job, the new ranks.
+  job.set_start_us(5000);
+  job.mutable_ranks(0)->set_host("z1-r02-h1");
+  ASSERT_TRUE(store_->jobs().Start(job).ok());
+  auto got = store_->jobs().Get("4711");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->start_us(), 5000);
+  ASSERT_EQ(got->ranks_size(), 1);
+  EXPECT_EQ(got->ranks(0).host(), "z1-r02-h1");
+  EXPECT_EQ(store_->jobs().Get("9999").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(StoreTest, AuditLogNumbersRunsAndListsNewestFirst) {
+  for (int i = 0; i < 3; ++i) {
+    v1::PlaybookRun run;
+    run.set_started_us(1000 + i);
+    auto id = store_->audit().Record(run);
+    ASSERT_TRUE(id.ok()) << id.status();
+    EXPECT_EQ(*id, static_cast<uint64_t>(i + 1));
+  }
+  auto runs = store_->audit().List(2);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[0].id(), 3u);
+  EXPECT_EQ((*runs)[1].started_us(), 1001);
+}
+
+TEST(StoreOpen, AReadOnlyStoreReadsTheRecordsAndRefusesWrites) {
+  testing::TempDir dir;
+  {
+    auto store = Store::Open({.path = dir / "db"});
+    ASSERT_TRUE(store.ok()) << store.status();
+    v1::Job job;
+    job.set_id("7");
+    ASSERT_TRUE((*store)->jobs().Start(job).ok());
+  }
+  auto store = Store::Open({.path = dir / "db", .read_only = true});
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->jobs().List(true)->size(), 1u);
+  v1::Job job;
+  job.set_id("8");
+  EXPECT_EQ((*store)->jobs().Start(job).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE((*store)->audit().Record(v1::PlaybookRun()).ok());
+  EXPECT_FALSE((*store)->anomalies().Write(std::vector<v1::Anomaly>{v1::Anomaly()}).ok());
 }
 
 TEST(StoreOpen, RefusesANewerSchema) {
   testing::TempDir dir;
   {
-    auto store = Store::Open({dir / "db"});
+    auto store = Store::Open({.path = dir / "db"});
     ASSERT_TRUE(store.ok());
   }
   std::string out, err;
@@ -251,7 +306,7 @@ TEST(StoreOpen, RefusesANewerSchema) {
                                 &out, &err),
             0)
       << err;
-  auto store = Store::Open({dir / "db"});
+  auto store = Store::Open({.path = dir / "db"});
   ASSERT_FALSE(store.ok());
   EXPECT_NE(std::string(store.status().message()).find("schema version 99"), std::string::npos);
 }

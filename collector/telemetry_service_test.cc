@@ -63,7 +63,7 @@ class Collector {
  public:
   Collector(const std::string& db, const std::string& listen = "127.0.0.1:0")
       : registry_(std::make_shared<prometheus::Registry>()), metrics_(*registry_) {
-    auto store = Store::Open({db});
+    auto store = Store::Open({.path = db});
     EXPECT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
     ingester_ = std::make_unique<Ingester>(Ingester::Options{}, *store_, nullptr, metrics_,

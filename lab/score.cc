@@ -80,24 +80,24 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
   if (!topology.ok()) return topology.status();
   if (!std::filesystem::exists(run_dir + "/collector.db"))
     return absl::NotFoundError(StrCat(run_dir, "/collector.db: not found (was the run made with --no-daemons?)"));
-  auto store = collector::Store::Open({run_dir + "/collector.db", true});
+  auto store = collector::Store::Open({.path = run_dir + "/collector.db", .relaxed_durability = true});
   if (!store.ok()) return store.status();
-  auto anomalies = (*store)->ListAnomalies(0, 0, false);
+  auto anomalies = (*store)->anomalies().List(0, 0, false);
   if (!anomalies.ok()) return anomalies.status();
   // A sharded run: every shard's findings count (collector-1.db, ...).
   for (int shard = 1;; ++shard) {
     const std::string path = StrCat(run_dir, "/collector-", shard, ".db");
     if (!std::filesystem::exists(path)) break;
-    auto other = collector::Store::Open({path, true});
+    auto other = collector::Store::Open({.path = path, .relaxed_durability = true});
     if (!other.ok()) return other.status();
-    auto more = (*other)->ListAnomalies(0, 0, false);
+    auto more = (*other)->anomalies().List(0, 0, false);
     if (!more.ok()) return more.status();
     for (auto& a : *more) {
       TagWithShard(a, static_cast<size_t>(shard));
       anomalies->push_back(std::move(a));
     }
   }
-  auto jobs = (*store)->ListJobs(true);
+  auto jobs = (*store)->jobs().List(true);
   if (!jobs.ok()) return jobs.status();
   std::vector<collector::Footprint> footprints;
   for (const auto& job : *jobs) footprints.push_back(collector::JobFootprint(topology->get(), job, {}));

@@ -65,7 +65,7 @@ void Observer::Evaluate() {
   auto changes = detectors_->Evaluate(clock_.NowUs(), context);
   for (const v1::Anomaly& a : changes)
     if (a.detected_us() == a.updated_us() && a.end_us() == 0) metrics_.anomalies_opened.Increment();
-  if (auto status = store_.WriteAnomalies(changes); !status.ok()) {
+  if (auto status = store_.anomalies().Write(changes); !status.ok()) {
     metrics_.store_errors.Increment();
     LOG_ERROR(kLog, "storing anomalies: ", status.message());
   }

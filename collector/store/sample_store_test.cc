@@ -88,7 +88,9 @@ TEST_F(SampleStoreTest, EverySampleReadsBackAcrossPartsSealingAndReopen) {
       EXPECT_EQ(o.samples_written, 12u);
     }
     sent.insert(sent.end(), group.begin(), group.end());
-    if (poll == 20) ASSERT_TRUE(store_->SealRuns(kT0 + poll * 1'000'000, 100).ok());
+    if (poll == 20) {
+      ASSERT_TRUE(store_->SealRuns(kT0 + poll * 1'000'000, 100).ok());
+    }
   }
   auto check = [&] {
     for (const auto& batch : sent) {
@@ -99,7 +101,9 @@ TEST_F(SampleStoreTest, EverySampleReadsBackAcrossPartsSealingAndReopen) {
           ASSERT_EQ(rows->size(), 1u) << e.entity() << " " << s.counter() << " " << e.timestamp_us();
           EXPECT_EQ((*rows)[0].value, s.value());
           EXPECT_EQ((*rows)[0].has_delta, s.has_delta());
-          if (s.has_delta()) EXPECT_EQ((*rows)[0].delta, s.delta());
+          if (s.has_delta()) {
+            EXPECT_EQ((*rows)[0].delta, s.delta());
+          }
         }
       }
     }

@@ -1,0 +1,38 @@
+#include "collector/store/audit_log.h"
+
+#include "common/sqlite.h"
+
+namespace rocefab::collector {
+
+absl::StatusOr<uint64_t> AuditLog::Record(v1::PlaybookRun run) {
+  if (auto s = db_.Writable(); !s.ok()) return s;
+  std::lock_guard lock(*db_.writer_mu);
+  sqlite::Stmt next(db_.writer, "SELECT coalesce(max(id), 0) + 1 FROM playbook_runs");
+  auto row = next.Step();
+  if (!row.ok()) return row.status();
+  run.set_id(sqlite::FromDb(next.Int(0)));
+  const std::string blob = run.SerializeAsString();
+  sqlite::Stmt put(db_.writer, "INSERT INTO playbook_runs VALUES(?1, ?2, ?3)");
+  if (auto s = put.Bind(1, sqlite::ToDb(run.id())).Bind(2, run.started_us()).BindBlob(3, blob).Run(); !s.ok())
+    return s;
+  return run.id();
+}
+
+absl::StatusOr<std::vector<v1::PlaybookRun>> AuditLog::List(uint32_t limit) {
+  std::lock_guard lock(*db_.reader_mu);
+  sqlite::Stmt stmt(db_.reader, "SELECT proto FROM playbook_runs ORDER BY id DESC LIMIT ?1");
+  if (!stmt.ok()) return stmt.status();
+  stmt.Bind(1, int64_t{limit ? limit : 20});
+  std::vector<v1::PlaybookRun> out;
+  for (;;) {
+    auto row = stmt.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    v1::PlaybookRun run;
+    const std::string_view blob = stmt.Blob(0);
+    if (run.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) out.push_back(std::move(run));
+  }
+  return out;
+}
+
+}  // namespace rocefab::collector

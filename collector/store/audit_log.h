@@ -1,0 +1,35 @@
+#pragma once
+// The playbook audit log: every playbook run, dry or real, manual or
+// automatic, with its steps and outcome. Append-only. Any thread.
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "collector/store/records.h"
+#include "rocefab/v1/playbook.pb.h"
+
+namespace rocefab::collector {
+
+class AuditLog final {
+ public:
+  static constexpr char kSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS playbook_runs(
+  id INTEGER PRIMARY KEY,
+  started_us INTEGER NOT NULL,
+  proto BLOB NOT NULL
+);
+)sql";
+
+  explicit AuditLog(RecordConnections db) : db_(db) {}
+
+  // Stores the run under the next id and returns it.
+  absl::StatusOr<uint64_t> Record(v1::PlaybookRun run);
+  // Newest first; `limit` 0 means 20.
+  absl::StatusOr<std::vector<v1::PlaybookRun>> List(uint32_t limit);
+
+ private:
+  RecordConnections db_;
+};
+
+}  // namespace rocefab::collector
