@@ -166,6 +166,7 @@ int RunCounters(const GlobalOptions& global, const CountersOptions& options, std
   v1::GetCountersResponse response;
   for (const auto& part : parts) {
     for (const auto& row : part.rows()) *response.add_rows() = row;
+    for (const auto& note : part.notes()) response.add_notes(note);
     response.set_now_us(std::max(response.now_us(), part.now_us()));
   }
   if (options.top > 0) {
@@ -195,11 +196,12 @@ int RunCounters(const GlobalOptions& global, const CountersOptions& options, std
       if (row.has_queue()) j["queue"] = row.queue();
       rows.push_back(std::move(j));
     }
-    out << nlohmann::json{{"counters", rows}, {"since", options.since}, {"now_us", response.now_us()}}
-                .dump(2)
-        << "\n";
+    nlohmann::json j{{"counters", rows}, {"since", options.since}, {"now_us", response.now_us()}};
+    if (response.notes_size() > 0) j["notes"] = std::vector<std::string>(response.notes().begin(), response.notes().end());
+    out << j.dump(2) << "\n";
     return 0;
   }
+  for (const auto& note : response.notes()) err << "note: " << note << "\n";
   Table table({"ENTITY", "PORT", "COUNTER", "PRIO", "VALUE", "RATE/S", "UPDATED"});
   for (const auto& row : response.rows()) {
     table.AddRow({row.entity(), StrCat(row.port()), row.counter(),

@@ -11,11 +11,13 @@
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <optional>
 
 #include "collector/collector_metrics.h"
 #include "collector/detectors.h"
 #include "collector/diagnosis_metrics.h"
 #include "collector/export/remote_write.h"
+#include "collector/history/promql_history.h"
 #include "collector/fabric_context.h"
 #include "collector/ingester.h"
 #include "collector/latest_values.h"
@@ -64,6 +66,11 @@ int main(int argc, char** argv) {
                  "Prometheus remote-write URL to forward every counter sample to, e.g. "
                  "http://victoria:8428/api/v1/write (repeatable; more options in the config's "
                  "remote_write list)");
+  std::string history_url;
+  app.add_option("--history-url", history_url,
+                 "PromQL API base of the TSDB remote-write fills, e.g. http://victoria:8428: `rocefab "
+                 "counters --since` reads what is older than the local store from it (more options in "
+                 "the config's history block)");
   uint32_t metrics_top_k = 20;
   bool metrics_all_entities = false;
   app.add_option("--metrics-top-k", metrics_top_k,
@@ -97,6 +104,13 @@ int main(int argc, char** argv) {
   for (const auto& url : alertmanagers) config.mutable_alerting()->add_alertmanager_urls(url);
   for (const auto& url : webhooks) config.mutable_alerting()->add_webhook_urls(url);
   for (const auto& url : remote_writes) config.add_remote_write()->set_url(url);
+  if (app.count("--history-url")) config.mutable_history()->set_url(history_url);
+  std::optional<collector::HistoryOptions> history_options;
+  if (config.has_history()) {
+    auto resolved = collector::ResolveHistory(config.history());
+    if (!resolved.ok()) return UsageError(kProgram, resolved.status());
+    history_options = std::move(*resolved);
+  }
   std::vector<collector::RemoteWriteOptions> remote_write_options;
   for (const auto& rw : config.remote_write()) {
     auto resolved = collector::ResolveRemoteWrite(rw);
@@ -204,6 +218,11 @@ int main(int argc, char** argv) {
   collector::AgentRegistry agents(metrics);
   collector::TelemetryService telemetry(ingester, agents, metrics);
   collector::QueryService query(**store, agents, clock, &context, alerter->get());
+  std::unique_ptr<collector::PromqlHistory> history;
+  if (history_options) {
+    history = std::make_unique<collector::PromqlHistory>(std::move(*history_options), *registry);
+    query.SetHistory(history.get());
+  }
   collector::AutoRemediator remediator(*auto_rules, **store, query, **alerter, context, clock);
   (*alerter)->SetOnFiring([&remediator](const v1::Alert& a) { remediator.OnFiring(a); });
 

@@ -33,9 +33,11 @@ grpc::Status QueryService::ListAgents(grpc::ServerContext*, const v1::ListAgents
 
 grpc::Status QueryService::GetCounters(grpc::ServerContext*, const v1::GetCountersRequest* request,
                                        v1::GetCountersResponse* response) {
-  auto rows = store_.GetCounters(*request);
+  std::vector<std::string> notes;
+  auto rows = store_.GetCounters(*request, history_, &notes);
   if (!rows.ok()) return ToGrpc(rows.status());
   for (auto& row : *rows) *response->add_rows() = std::move(row);
+  for (auto& note : notes) response->add_notes(std::move(note));
   response->set_now_us(clock_.NowUs());
   return grpc::Status::OK;
 }

@@ -18,6 +18,8 @@ class QueryService final : public v1::Query::Service {
   QueryService(Store& store, const AgentRegistry& agents, const Clock& clock,
                FabricContextSource* context = nullptr, Alerter* alerter = nullptr)
       : store_(store), agents_(agents), clock_(clock), context_(context), alerter_(alerter) {}
+  // Older counter history beyond the local store (may be null).
+  void SetHistory(HistorySource* history) { history_ = history; }
 
   grpc::Status ListAgents(grpc::ServerContext* context, const v1::ListAgentsRequest* request,
                           v1::ListAgentsResponse* response) override;
@@ -46,6 +48,7 @@ class QueryService final : public v1::Query::Service {
   const Clock& clock_;
   FabricContextSource* context_;
   Alerter* alerter_;
+  HistorySource* history_ = nullptr;
 };
 
 }  // namespace rocefab::collector

@@ -591,8 +591,9 @@ absl::StatusOr<SampleStore::Footprint> Store::MeasureSamples() {
   return SampleStore::Measure(reader_);
 }
 
-absl::StatusOr<std::vector<v1::CounterRow>> Store::GetCounters(
-    const v1::GetCountersRequest& request) {
+absl::StatusOr<std::vector<v1::CounterRow>> Store::GetCounters(const v1::GetCountersRequest& request,
+                                                               HistorySource* history,
+                                                               std::vector<std::string>* notes) {
   std::lock_guard lock(reader_mu_);
   sqlite::ReadTransaction txn(reader_);
   if (!txn.status().ok()) return txn.status();
@@ -619,7 +620,9 @@ ORDER BY entity, port, counter, prio, queue)sql");
     entities.insert(info.entity);
     series_info_.emplace(series.Int(0), std::move(info));
   }
-  if (ids.empty()) return std::vector<v1::CounterRow>();
+  // With history, a host the local store knows nothing of may still have
+  // series in the TSDB.
+  if (ids.empty() && (history == nullptr || request.host().empty())) return std::vector<v1::CounterRow>();
   const std::set<int64_t> wanted(ids.begin(), ids.end());
   std::set<std::string> agents;
   {
@@ -642,6 +645,10 @@ ORDER BY entity, port, counter, prio, queue)sql");
     int64_t first_ts = 0, last_ts = 0;
     uint64_t increase = 0;
     int n = 0;
+    // The first sample in the window's own delta: the increase since the
+    // sample before it, which history may hold.
+    bool first_has_delta = false;
+    uint64_t first_delta = 0;
   };
   std::unordered_map<int64_t, Acc> acc;
   auto fold = [&](const DecodedRun& run, bool window) {
@@ -658,8 +665,13 @@ ORDER BY entity, port, counter, prio, queue)sql");
             a.latest_value = poll.value[s];
           }
           if (!window || ts < request.since_us()) continue;
-          if (a.n == 0) a.first_ts = ts;
-          else if (poll.flags[s] & blocks::kHasDelta) a.increase += poll.delta[s];
+          if (a.n == 0) {
+            a.first_ts = ts;
+            a.first_has_delta = poll.flags[s] & blocks::kHasDelta;
+            a.first_delta = poll.delta[s];
+          } else if (poll.flags[s] & blocks::kHasDelta) {
+            a.increase += poll.delta[s];
+          }
           a.last_ts = ts;
           ++a.n;
         }
@@ -678,6 +690,86 @@ ORDER BY entity, port, counter, prio, queue)sql");
     auto older = SampleStore::ReadNewestHolding(reader_, agent, request.since_us(), missing, 64);
     if (!older.ok()) return older.status();
     if (older->has_value()) fold(**older, false);
+  }
+  // History: the part of the window older than anything the local store
+  // holds for the host comes from the TSDB, and is folded in before the
+  // local samples.
+  if (history != nullptr && !request.host().empty()) {
+    Statement oldest(reader_, R"sql(
+SELECT min(r.t_min) FROM runs r
+WHERE r.agent_id IN (SELECT agent_id FROM entity_agents WHERE entity >= ?1 || '/' AND entity < ?1 || '0'))sql");
+    if (!oldest.ok()) return oldest.status();
+    oldest.Bind(1, request.host());
+    auto row = oldest.Step();
+    if (!row.ok()) return row.status();
+    const int64_t local_from = *row && !oldest.IsNull(0) ? oldest.Int(0) : INT64_MAX;
+    if (request.since_us() < local_from) {
+      const int64_t to = local_from == INT64_MAX ? INT64_MAX / 2 : local_from;
+      auto older = history->Read(request.host(), request.since_us(), to);
+      if (!older.ok() && notes != nullptr)
+        notes->push_back(StrCat("history unavailable (", older.status().message(), "): rates cover only what the "
+                                "local store holds",
+                                local_from == INT64_MAX ? "" : StrCat(", from ", local_from / 1'000'000, " (Unix s)")));
+      if (older.ok() && notes != nullptr && !older->empty())
+        notes->push_back(StrCat(older->size(), " samples before ",
+                                local_from == INT64_MAX ? std::string("now") : StrCat(local_from / 1'000'000, " (Unix s)"),
+                                " read from the history TSDB"));
+      if (!older.ok()) older = std::vector<SampleRow>();
+      // Series ids by key; series only the TSDB knows get ids below zero.
+      auto key_of = [](const SeriesInfo& i) {
+        return std::make_tuple(static_cast<int>(i.scope), i.entity, i.port, i.counter, i.prio, i.queue);
+      };
+      std::map<decltype(key_of(SeriesInfo())), int64_t> by_key;
+      for (int64_t id : ids) by_key.emplace(key_of(series_info_.at(id)), id);
+      int64_t next_remote = -1;
+      std::map<int64_t, std::vector<const SampleRow*>> groups;
+      for (const SampleRow& r : *older) {
+        const SeriesInfo& info = r.series;
+        const std::string device = info.entity.substr(info.entity.find('/') + 1);
+        if ((!request.device().empty() && device != request.device()) ||
+            (!request.counter().empty() && info.counter != request.counter()) ||
+            (request.scope() != v1::SCOPE_UNSPECIFIED && info.scope != request.scope()))
+          continue;
+        auto [it, added] = by_key.try_emplace(key_of(info), next_remote);
+        if (added) {
+          series_info_[next_remote] = info;
+          ids.push_back(next_remote--);
+        }
+        groups[it->second].push_back(&r);
+      }
+      for (auto& [id, samples] : groups) {
+        Acc& a = acc[id];
+        Acc old;
+        for (const SampleRow* r : samples) {
+          if (old.n == 0) old.first_ts = r->ts_us;
+          // A value below the one before is a counter reset.
+          else old.increase += r->value >= old.latest_value ? r->value - old.latest_value : r->value;
+          old.last_ts = r->ts_us;
+          old.latest_ts = r->ts_us;
+          old.latest_value = r->value;
+          ++old.n;
+        }
+        if (a.n > 0) {
+          // The local window's first sample carries the increase since the
+          // sample before it: the last one the TSDB holds.
+          old.increase += a.increase + (a.first_has_delta ? a.first_delta : 0);
+          old.last_ts = a.last_ts;
+          old.n += a.n;
+        }
+        if (a.latest_ts > old.latest_ts) {
+          old.latest_ts = a.latest_ts;
+          old.latest_value = a.latest_value;
+        }
+        a = old;
+      }
+      // Remote-only series sort in with the rest.
+      // (The series query's order: entity, port, counter, prio, queue.)
+      std::sort(ids.begin(), ids.end(), [&](int64_t x, int64_t y) {
+        const SeriesInfo &a = series_info_.at(x), &b = series_info_.at(y);
+        return std::tie(a.entity, a.port, a.counter, a.prio, a.queue, a.scope) <
+               std::tie(b.entity, b.port, b.counter, b.prio, b.queue, b.scope);
+      });
+    }
   }
   std::vector<v1::CounterRow> rows;
   for (int64_t id : ids) {

@@ -65,6 +65,17 @@ struct WriteOutcome {
   uint64_t collectives_written = 0;
 };
 
+// Counter samples older than the local store holds, from a TSDB
+// (collector/history/promql_history.h).
+class HistorySource {
+ public:
+  virtual ~HistorySource() = default;
+  // Samples of every counter series of `device` (a host or a switch) with
+  // timestamps in [from_us, to_us), oldest first.
+  virtual absl::StatusOr<std::vector<SampleRow>> Read(const std::string& device, int64_t from_us,
+                                                      int64_t to_us) = 0;
+};
+
 class Store final {
  public:
   static absl::StatusOr<std::unique_ptr<Store>> Open(const StoreOptions& options);
@@ -105,7 +116,14 @@ class Store final {
 
   // Reads; any thread.
   absl::StatusOr<std::vector<v1::AgentInfo>> ListAgents();
-  absl::StatusOr<std::vector<v1::CounterRow>> GetCounters(const v1::GetCountersRequest& request);
+  // The newest value of each matching series and its rate since
+  // `request.since_us`. With `history`, and a host named, the part of the
+  // window older than the local store holds for that host is read from it
+  // and the rates span the whole window. `notes` (optional) says what
+  // history added, or that it failed (then the local rows still come back).
+  absl::StatusOr<std::vector<v1::CounterRow>> GetCounters(const v1::GetCountersRequest& request,
+                                                          HistorySource* history = nullptr,
+                                                          std::vector<std::string>* notes = nullptr);
   // Every sample of `entity` (all entities when empty) and `counter` (all
   // when empty) in [from_us, to_us], oldest first.
   absl::StatusOr<std::vector<SampleRow>> ReadSamples(const std::string& entity,

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include "tests/support/test_support.h"
 
 namespace rocefab::collector {
@@ -292,6 +295,95 @@ TEST(StoreOpen, AReadOnlyStoreReadsTheRecordsAndRefusesWrites) {
   EXPECT_EQ((*store)->jobs().Start(job).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_FALSE((*store)->audit().Record(v1::PlaybookRun()).ok());
   EXPECT_FALSE((*store)->anomalies().Write(std::vector<v1::Anomaly>{v1::Anomaly()}).ok());
+}
+
+// History older than the local store: a fake TSDB holds rx_bytes of the
+// minute before the local samples, and a series the local store never saw.
+class FakeHistory final : public HistorySource {
+ public:
+  absl::StatusOr<std::vector<SampleRow>> Read(const std::string& device, int64_t from_us, int64_t to_us) override {
+    ++reads;
+    last_device = device;
+    last_to = to_us;
+    if (fail) return absl::UnavailableError("connection refused");
+    std::vector<SampleRow> out;
+    for (const SampleRow& r : rows)
+      if (r.ts_us >= from_us && r.ts_us < to_us) out.push_back(r);
+    return out;
+  }
+  std::vector<SampleRow> rows;
+  bool fail = false;
+  int reads = 0;
+  std::string last_device;
+  int64_t last_to = 0;
+};
+
+SampleRow Older(const std::string& counter, int64_t ts_us, uint64_t value, int64_t prio = -1) {
+  SampleRow r;
+  r.series = SeriesInfo{v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", 1, counter, prio, -1, v1::VALUE_KIND_COUNTER};
+  r.ts_us = ts_us;
+  r.value = value;
+  return r;
+}
+
+TEST_F(StoreTest, CounterRatesSpanHistoryOlderThanTheLocalStore) {
+  // Local: rx_bytes 10000 at 100 s, then +1000 each second (the agent's delta).
+  for (uint64_t i = 0; i < 5; ++i)
+    Write({Batch(i + 1, static_cast<int64_t>(100 + i) * 1'000'000, 10000 + 1000 * i,
+                 i == 0 ? std::optional<uint64_t>(1000) : std::optional<uint64_t>(1000))});
+  FakeHistory history;
+  // The TSDB: 40..99 s, rx_bytes at 2000 B/s from 0 with a reset at 70 s
+  // (the NIC was reset and counted from 0 again), and a counter the local
+  // store never saw.
+  for (int64_t t = 40; t < 100; ++t) {
+    const uint64_t v = t < 70 ? static_cast<uint64_t>(t - 40) * 2000 : static_cast<uint64_t>(t - 70) * 2000;
+    history.rows.push_back(Older("rx_bytes", t * 1'000'000, v));
+    history.rows.push_back(Older("tx_bytes", t * 1'000'000, static_cast<uint64_t>(t) * 7));
+  }
+  v1::GetCountersRequest request;
+  request.set_host("z1-r01-h1");
+  request.set_since_us(40'000'000);
+  std::vector<std::string> notes;
+  auto rows = store_->GetCounters(request, &history, &notes);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(history.reads, 1);
+  EXPECT_EQ(history.last_device, "z1-r01-h1");
+  EXPECT_EQ(history.last_to, 100'000'000) << "history is read only up to the oldest local sample";
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("120 samples"), std::string::npos) << notes[0];
+  std::map<std::string, v1::CounterRow> by_counter;
+  for (const auto& r : *rows) by_counter[r.counter()] = r;
+  ASSERT_TRUE(by_counter.count("rx_bytes") && by_counter.count("tx_bytes") && by_counter.count("pfc_rx_pause_frames"));
+  const v1::CounterRow& rx = by_counter["rx_bytes"];
+  EXPECT_EQ(rx.value(), 14000u) << "the newest value is local";
+  EXPECT_EQ(rx.timestamp_us(), 104'000'000);
+  // Increase over 40..104 s: 29 s x 2000 before the reset, 0 at it, 29 s x
+  // 2000 after, 1000 from the last TSDB sample to the first local one, and
+  // 4 x 1000 locally: 121,000 B over 64 s.
+  ASSERT_TRUE(rx.has_rate());
+  EXPECT_NEAR(rx.rate_per_second(), 121000.0 / 64, 1e-6);
+  const v1::CounterRow& tx = by_counter["tx_bytes"];
+  EXPECT_EQ(tx.value(), 99u * 7);
+  EXPECT_NEAR(tx.rate_per_second(), 7.0, 1e-9) << "a series only the TSDB holds";
+  // Orders as without history: by entity, port, counter.
+  std::vector<std::string> order;
+  for (const auto& r : *rows) order.push_back(r.counter());
+  EXPECT_TRUE(std::is_sorted(order.begin(), order.end())) << ::testing::PrintToString(order);
+
+  // A window the local store covers does not ask the TSDB.
+  request.set_since_us(101'000'000);
+  ASSERT_TRUE(store_->GetCounters(request, &history, &notes).ok());
+  EXPECT_EQ(history.reads, 1);
+
+  // The TSDB down: the local rows, and a note that says so.
+  history.fail = true;
+  notes.clear();
+  request.set_since_us(40'000'000);
+  rows = store_->GetCounters(request, &history, &notes);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->size(), 2u);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("history unavailable (connection refused)"), std::string::npos) << notes[0];
 }
 
 TEST(StoreOpen, RefusesANewerSchema) {

@@ -2,15 +2,26 @@
 
 #include <curl/curl.h>
 
+#include <fstream>
+#include <iterator>
 #include <mutex>
+
+#include "common/strings.h"
 
 namespace rocefab {
 namespace {
 
+struct Sink {
+  HttpResult* result;
+  size_t max;
+};
+
 size_t Keep(char* data, size_t size, size_t n, void* user) {
-  auto* body = static_cast<std::string*>(user);
+  auto* sink = static_cast<Sink*>(user);
+  std::string& body = sink->result->body;
   const size_t bytes = size * n;
-  if (body->size() < 4096) body->append(data, std::min(bytes, 4096 - body->size()));
+  if (body.size() + bytes > sink->max) sink->result->truncated = true;
+  if (body.size() < sink->max) body.append(data, std::min(bytes, sink->max - body.size()));
   return bytes;
 }
 
@@ -34,7 +45,8 @@ HttpResult HttpPost(const std::string& url, const std::string& body, const HttpP
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, options.timeout_ms);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Keep);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &result.body);
+  Sink sink{&result, options.max_body_bytes};
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
   if (!options.basic_auth.empty()) {
     curl_easy_setopt(curl, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
     curl_easy_setopt(curl, CURLOPT_USERPWD, options.basic_auth.c_str());
@@ -45,6 +57,23 @@ HttpResult HttpPost(const std::string& url, const std::string& body, const HttpP
   curl_slist_free_all(headers);
   curl_easy_cleanup(curl);
   return result;
+}
+
+std::string UrlEncode(std::string_view text) {
+  char* escaped = curl_easy_escape(nullptr, text.data(), static_cast<int>(text.size()));
+  std::string out = escaped ? escaped : "";
+  curl_free(escaped);
+  return out;
+}
+
+absl::StatusOr<std::string> ReadBasicAuthFile(const std::string& path, std::string_view what) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(StrCat(what, " basic_auth_file ", path, ": cannot read"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.find(':') == std::string::npos)
+    return absl::InvalidArgumentError(StrCat(what, " basic_auth_file: expected user:password"));
+  return text;
 }
 
 }  // namespace rocefab

@@ -65,18 +65,9 @@ absl::StatusOr<RemoteWriteOptions> ResolveRemoteWrite(const v1::RemoteWriteConfi
     o.timeout_us = timeout;
   }
   if (!config.basic_auth_file().empty()) {
-    FILE* f = fopen(config.basic_auth_file().c_str(), "r");
-    if (f == nullptr)
-      return absl::InvalidArgumentError(
-          StrCat("remote_write basic_auth_file ", config.basic_auth_file(), ": cannot read"));
-    char buf[1024] = {};
-    const size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    std::string text(buf, n);
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-    if (text.find(':') == std::string::npos)
-      return absl::InvalidArgumentError("remote_write basic_auth_file: expected user:password");
-    o.basic_auth = text;
+    auto auth = ReadBasicAuthFile(config.basic_auth_file(), "remote_write");
+    if (!auth.ok()) return auth.status();
+    o.basic_auth = *auth;
   }
   return o;
 }

@@ -2,6 +2,8 @@
 // an operator who copies one starts from something that works.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "common/config_loader.h"
 #include "controller/compiler.h"
 #include "rocefab/v1/config.pb.h"
@@ -26,6 +28,27 @@ TEST(DeployConfig, CollectordExampleLoads) {
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(config.listen(), "0.0.0.0:9410");
   EXPECT_EQ(config.retention().seconds(), 7 * 86400);
+}
+
+// The example's commented-out remote_write and history blocks, uncommented,
+// load as documented.
+TEST(DeployConfig, CollectordTsdbBlocksLoadUncommented) {
+  std::ifstream in(std::string(ROCEFAB_SOURCE_DIR) + "/deploy/config/collectord.yaml");
+  std::string line, yaml;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("# remote_write:", 0) == 0 || line.rfind("# history:", 0) == 0) inside = true;
+    else if (line.rfind("#   ", 0) != 0) inside = false;
+    if (inside) yaml += line.substr(2) + "\n";
+  }
+  v1::CollectordConfig config;
+  absl::Status status = LoadYamlConfig(yaml, "collectord.yaml (uncommented)", &config);
+  ASSERT_TRUE(status.ok()) << status << "\n" << yaml;
+  ASSERT_EQ(config.remote_write_size(), 1);
+  EXPECT_EQ(config.remote_write(0).extra_labels().at("cluster"), "llama3-a");
+  EXPECT_EQ(config.history().url(), "http://vmselect.tsdb:8481/select/0/prometheus");
+  EXPECT_EQ(config.history().match_labels().at("cluster"), "llama3-a");
+  EXPECT_EQ(config.history().timeout().seconds(), 30);
 }
 
 TEST(DeployConfig, ControllerdExampleAndPolicyLoad) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <thread>
 
@@ -216,6 +217,111 @@ TEST_F(RemoteWritePeers, EverySampleArrivesAtVictoriaMetricsAndPrometheusAcrossA
   EXPECT_EQ(collector.process->Wait(), 0);
   prometheus.Signal(SIGTERM);
   prometheus.Wait();
+}
+
+// Reads at scale: a collector whose local store holds nothing of a host
+// answers `rocefab counters --since` from the TSDB that another collector's
+// remote-write filled, with the same newest values and the same rates as
+// the store that wrote them.
+TEST_F(RemoteWritePeers, CountersOlderThanTheLocalStoreComeBackFromVictoriaMetrics) {
+  if (!std::filesystem::exists(kVictoria)) GTEST_SKIP() << "needs the victoria-metrics package (make test installs it)";
+  ASSERT_NO_FATAL_FAILURE(StartVictoria());
+  const std::string vm_write = "http://" + victoria_addr_ + "/api/v1/write";
+  auto writer = testing::StartDaemon({BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--db",
+                                      dir_ / "writer.db", "--metrics-listen", "127.0.0.1:0", "--remote-write",
+                                      vm_write},
+                                     dir_ / "writer.log");
+  ASSERT_TRUE(writer.process) << testing::ReadFile(dir_ / "writer.log");
+  const std::string root = dir_ / "host";
+  testing::CopyTree(testing::FixturesDir() + "/hosts/z1-r01-h1", root);
+  auto host = testing::StartDaemon(
+      {BinDir() + "/rocefab-hostd", "--collector", testing::StatusField(writer.status, "grpc"), "--interval",
+       "200ms", "--sysfs-root", root + "/sys", "--proc-root", root + "/proc", "--ethtool-dir", root + "/ethtool",
+       "--host-name", "z1-r01-h1", "--no-netlink"},
+      dir_ / "hostd.log");
+  ASSERT_TRUE(host.process) << testing::ReadFile(dir_ / "hostd.log");
+  ASSERT_TRUE(testing::WaitFor([&] { return VictoriaSamples() > 2000; }, std::chrono::seconds(30)));
+  host.process->Signal(SIGTERM);
+  EXPECT_EQ(host.process->Wait(), 0);
+  const std::string metrics = testing::StatusField(writer.status, "metrics");
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        return Metric(metrics, "rocefab_collector_remote_write_pending_samples{remote=\"" + vm_write + "\"}") == 0;
+      },
+      std::chrono::seconds(60)));
+  writer.process->Signal(SIGTERM);
+  EXPECT_EQ(writer.process->Wait(), 0);
+  testing::HttpGet(victoria_addr_, "/internal/force_flush");
+
+  // The reference: the writer's own store, which holds every sample.
+  collector::StoreOptions options;
+  options.path = dir_ / "writer.db";
+  options.read_only = true;
+  auto store = collector::Store::Open(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  v1::GetCountersRequest request;
+  request.set_host("z1-r01-h1");
+  request.set_since_us(0);
+  auto reference = (*store)->GetCounters(request);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  ASSERT_GT(reference->size(), 20u);
+
+  // A collector with an empty store and the TSDB as its history.
+  auto reader = testing::StartDaemon({BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--db",
+                                      dir_ / "reader.db", "--metrics-listen", "127.0.0.1:0", "--history-url",
+                                      "http://" + victoria_addr_},
+                                     dir_ / "reader.log");
+  ASSERT_TRUE(reader.process) << testing::ReadFile(dir_ / "reader.log");
+  std::string out, err;
+  ASSERT_EQ(testing::RunCommand({BinDir() + "/rocefab", "--collector", testing::StatusField(reader.status, "grpc"),
+                                 "counters", "--host", "z1-r01-h1", "--since", "30m", "-o", "json"},
+                                &out, &err),
+            0)
+      << err;
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  ASSERT_TRUE(j.contains("notes")) << out;
+  EXPECT_NE(j["notes"][0].get<std::string>().find("read from the history TSDB"), std::string::npos);
+  std::map<std::string, nlohmann::json> got;
+  for (const auto& row : j["counters"]) {
+    std::string key = row["entity"].get<std::string>() + "|" + row["counter"].get<std::string>();
+    if (row.contains("prio")) key += "|" + std::to_string(row["prio"].get<int>());
+    got[key] = row;
+  }
+  size_t compared = 0, rated = 0;
+  for (const v1::CounterRow& want : *reference) {
+    std::string key = want.entity() + "|" + want.counter();
+    if (want.has_prio()) key += "|" + std::to_string(want.prio());
+    ASSERT_TRUE(got.count(key)) << key << " is missing from the history answer";
+    const nlohmann::json& row = got[key];
+    EXPECT_EQ(row["value"].get<uint64_t>(), want.value()) << key;
+    EXPECT_EQ(row["timestamp_us"].get<int64_t>() / 1000, want.timestamp_us() / 1000) << key << " (ms: the TSDB's unit)";
+    if (want.has_rate()) {
+      ASSERT_FALSE(row["rate_per_second"].is_null()) << key;
+      EXPECT_NEAR(row["rate_per_second"].get<double>(), want.rate_per_second(), 1e-6 * want.rate_per_second() + 1e-3)
+          << key;
+      ++rated;
+    }
+    ++compared;
+  }
+  EXPECT_GT(rated, 0u);
+  std::cout << "[history] series=" << compared << " with rates=" << rated << "\n";
+  EXPECT_GT(Metric(testing::StatusField(reader.status, "metrics"),
+                   "rocefab_collector_history_queries_total{result=\"ok\"}"),
+            0);
+
+  // The TSDB gone: the CLI still answers from the local store, and says why
+  // the older part is missing.
+  victoria_->Signal(SIGTERM);
+  victoria_->Wait();
+  ASSERT_EQ(testing::RunCommand({BinDir() + "/rocefab", "--collector", testing::StatusField(reader.status, "grpc"),
+                                 "counters", "--host", "z1-r01-h1", "--since", "30m"},
+                                &out, &err),
+            0)
+      << err;
+  EXPECT_NE(err.find("note: history unavailable"), std::string::npos) << err;
+  reader.process->Signal(SIGTERM);
+  EXPECT_EQ(reader.process->Wait(), 0);
 }
 
 }  // namespace
