@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "absl/strings/str_split.h"
 #include "common/grpc_util.h"
 #include "common/log.h"
 #include "common/strings.h"
@@ -34,9 +35,11 @@ Controller::Controller(std::shared_ptr<const Topology> topology, v1::Policy poli
                        const v1::ControllerdConfig& config, const Clock& clock)
     : topology_(std::move(topology)), policy_(std::move(policy)), store_(store), config_(config),
       clock_(clock) {
-  if (!config_.collector().empty()) {
-    auto channel = MakeChannel(config_.collector(), {});
-    if (channel.ok()) collector_ = v1::Query::NewStub(*channel);
+  // One collector, or one per AI Zone (comma-separated): the gates ask
+  // every shard, since a switch reports to its zone's.
+  for (absl::string_view shard : absl::StrSplit(config_.collector(), ',', absl::SkipEmpty())) {
+    auto channel = MakeChannel(std::string(shard), {});
+    if (channel.ok()) collectors_.push_back({std::string(shard), v1::Query::NewStub(*channel)});
   }
 }
 
@@ -178,25 +181,29 @@ std::string Controller::HealthGate(const std::vector<std::string>& switches, uin
       if (item.state() == v1::ITEM_STATE_FAILED)
         StrAppend(&problems, name, ": item ", item.key(), " failed: ", item.reason(), "; ");
   }
-  if (collector_ != nullptr && seconds > 0) {
+  if (!collectors_.empty() && seconds > 0) {
     // No new anomaly on the touched switches: no link flaps, no drops on the
-    // lossless class, no new FCS errors during the window.
+    // lossless class, no new FCS errors during the window. Every shard is
+    // asked; one that does not answer fails the gate, since the switch may
+    // be its.
     for (const std::string& name : switches) {
       for (const char* counter : {"link_flaps", "queue_drops", "rx_fcs_errors"}) {
-        grpc::ClientContext context;
-        SetDeadline<void>(&context, 5);
-        v1::GetCountersRequest request;
-        request.set_host(name);
-        request.set_counter(counter);
-        request.set_since_us(start_us);
-        v1::GetCountersResponse counters;
-        if (!collector_->GetCounters(&context, request, &counters).ok()) {
-          StrAppend(&problems, "collector unreachable for the gate; ");
-          return problems;
+        for (const auto& [address, stub] : collectors_) {
+          grpc::ClientContext context;
+          SetDeadline<void>(&context, 5);
+          v1::GetCountersRequest request;
+          request.set_host(name);
+          request.set_counter(counter);
+          request.set_since_us(start_us);
+          v1::GetCountersResponse counters;
+          if (!stub->GetCounters(&context, request, &counters).ok()) {
+            StrAppend(&problems, "collector ", address, " unreachable for the gate; ");
+            return problems;
+          }
+          for (const auto& row : counters.rows())
+            if (row.has_rate() && row.rate_per_second() > 0)
+              StrAppend(&problems, row.entity(), " ", counter, " rose; ");
         }
-        for (const auto& row : counters.rows())
-          if (row.has_rate() && row.rate_per_second() > 0)
-            StrAppend(&problems, row.entity(), " ", counter, " rose; ");
       }
     }
   }

@@ -52,7 +52,11 @@ class Controller final : public v1::Controller::Service {
   const Clock& clock_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<v1::SwitchAgent::Stub>> agents_;
-  std::unique_ptr<v1::Query::Stub> collector_;
+  struct Shard {
+    std::string address;
+    std::unique_ptr<v1::Query::Stub> stub;
+  };
+  std::vector<Shard> collectors_;  // the health gates' collector shards
 };
 
 }  // namespace rocefab::controller

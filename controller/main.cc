@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   app.add_option("--db", db, "SQLite file for desired state and the audit log")->capture_default_str();
   app.add_option("--topology", topology_path, "topology YAML");
   app.add_option("--policy", policy_path, "policy YAML (see docs/controller.md)");
-  app.add_option("--collector", collector, "rocefab-collectord address, for health gates");
+  app.add_option("--collector", collector, "rocefab-collectord address for health gates; with one collector per AI Zone, all of them, comma-separated");
   app.add_option("--switch-agents-json", agents_json,
                  "JSON with {\"switch_agents\": {switch: host:port}} (rocefab-lab's endpoints.json)");
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();

@@ -1,7 +1,8 @@
 // Tier 3: the control path as real processes on loopback. rocefab-controllerd
-// rolls policy out to four rocefab-switchd (file backend), with
-// rocefab-collectord watching for the health gate; the operator drives it
-// with the rocefab CLI.
+// rolls policy out to four rocefab-switchd (file backend), with two
+// rocefab-collectord shards watching for the health gate (the switches
+// report to the second, so a gate that asked only the first would see
+// nothing); the operator drives it with the rocefab CLI.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -45,12 +46,18 @@ class ControlPath : public ::testing::Test {
     ASSERT_FALSE(collector.status.empty()) << testing::ReadFile(dir_ / "collector.log");
     collector_ = std::move(collector.process);
     collector_address_ = testing::StatusField(collector.status, "grpc");
+    auto shard = testing::StartDaemon({BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0",
+                                       "--metrics-listen", "127.0.0.1:0", "--db", dir_ / "shard2.db"},
+                                      dir_ / "shard2.log");
+    ASSERT_FALSE(shard.status.empty()) << testing::ReadFile(dir_ / "shard2.log");
+    shard_ = std::move(shard.process);
+    shard_address_ = testing::StatusField(shard.status, "grpc");
 
     NotifySocket agents_ready;
     nlohmann::json agents = nlohmann::json::object();
     for (const auto& sw : proto_.switches()) {
       switchds_.push_back(std::make_unique<Subprocess>(Subprocess::Options{
-          {BinDir() + "/rocefab-switchd", "--collector", collector_address_, "--interval", "100ms",
+          {BinDir() + "/rocefab-switchd", "--collector", shard_address_, "--interval", "100ms",
            "--state-dir", dir_ / "switches", "--switch-name", sw.name(), "--listen", "127.0.0.1:0"},
           {{"NOTIFY_SOCKET", agents_ready.path()}},
           "",
@@ -73,7 +80,7 @@ class ControlPath : public ::testing::Test {
     auto controller = testing::StartDaemon(
         {BinDir() + "/rocefab-controllerd", "--listen", "127.0.0.1:0", "--db", dir_ / "controller.db",
          "--topology", dir_ / "topology.yaml", "--policy", dir_ / policy, "--collector",
-         collector_address_, "--switch-agents-json", dir_ / "endpoints.json"},
+         collector_address_ + "," + shard_address_, "--switch-agents-json", dir_ / "endpoints.json"},
         dir_ / "controller.log");
     ASSERT_FALSE(controller.status.empty()) << testing::ReadFile(dir_ / "controller.log");
     controller_ = std::move(controller.process);
@@ -100,9 +107,9 @@ class ControlPath : public ::testing::Test {
   testing::TempDir dir_;
   v1::Topology proto_;
   std::shared_ptr<const Topology> topo_;
-  std::unique_ptr<Subprocess> collector_, controller_;
+  std::unique_ptr<Subprocess> collector_, shard_, controller_;
   std::vector<std::unique_ptr<Subprocess>> switchds_;
-  std::string collector_address_, controller_address_;
+  std::string collector_address_, shard_address_, controller_address_;
 };
 
 TEST_F(ControlPath, PlanApplyStatusHistoryDrainAndAGateThatRollsBack) {
