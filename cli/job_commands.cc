@@ -167,9 +167,12 @@ int RunJobShow(const GlobalOptions& g, const JobOptions& o, std::ostream& out, s
       points.push_back({{"start_us", p.start_us()}, {"op", p.op()}, {"records", p.records()},
                         {"ranks", p.ranks()}, {"mean_busbw_gbs", p.mean_busbw_gbs()},
                         {"min_busbw_gbs", p.min_busbw_gbs()}, {"max_exec_time_us", p.max_exec_time_us()}});
-    out << nlohmann::json{{"job", o.id}, {"points", points}}.dump(2) << "\n";
+    nlohmann::json j{{"job", o.id}, {"points", points}};
+    if (response.notes_size() > 0) j["notes"] = std::vector<std::string>(response.notes().begin(), response.notes().end());
+    out << j.dump(2) << "\n";
     return 0;
   }
+  for (const auto& note : response.notes()) err << "note: " << note << "\n";
   if (response.points().empty()) {
     out << "no collective records for job " << o.id << " in the last " << o.since
         << " (is rocefab-hostd following its NCCL Inspector logs?)\n";

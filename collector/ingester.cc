@@ -88,7 +88,8 @@ void Ingester::Maintain(int64_t budget_us) {
   const int64_t now = clock_.MonotonicUs();
   if (options_.retention_us > 0 && now - last_prune_us_ >= options_.prune_every_us) {
     last_prune_us_ = now;
-    auto pruned = store_.Prune(now_wall - options_.retention_us, hold_after_commit_.load());
+    auto pruned = store_.Prune(now_wall - options_.retention_us, hold_after_commit_.load(),
+                               now_wall - options_.records_retention_us);
     if (pruned.ok()) metrics_.pruned_rows.Increment(static_cast<double>(*pruned));
     else LOG_ERROR(kLog, "retention: ", pruned.status().message());
   }

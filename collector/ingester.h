@@ -29,6 +29,7 @@ class Ingester final {
 
   struct Options {
     int64_t retention_us = 7LL * 86400 * 1000000;
+    int64_t records_retention_us = 30LL * 86400 * 1000000;  // closed anomalies
     int64_t prune_every_us = 60LL * 1000000;
     size_t max_batches_per_commit = 1024;
   };

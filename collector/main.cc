@@ -144,6 +144,12 @@ int main(int argc, char** argv) {
                                      config.has_retention(), config.retention());
   if (!retention.ok()) return UsageError(kProgram, retention.status());
   const int64_t retention_us = *retention;
+  int64_t records_retention_us = 30LL * 86400 * 1'000'000;
+  if (config.has_records_retention()) {
+    records_retention_us = DurationToUs(config.records_retention());
+    if (records_retention_us <= 0) return UsageError(kProgram, absl::InvalidArgumentError("records_retention must be positive"));
+  }
+  records_retention_us = std::max(records_retention_us, retention_us);
   if (auto status = ValidateTls(config.tls()); !status.ok()) return UsageError(kProgram, status);
 
   // Signals are taken synchronously by the main thread; block them before
@@ -171,6 +177,7 @@ int main(int argc, char** argv) {
   auto diagnosis_metrics = std::make_shared<collector::DiagnosisMetrics>();
   collector::Ingester::Options ingest_options;
   ingest_options.retention_us = retention_us;
+  ingest_options.records_retention_us = records_retention_us;
   // Ingester -> Observer: batches once they are durably stored.
   // Bounded in samples, so that observation that falls behind pushes back
   // on the store instead of growing memory (docs/architecture.md).

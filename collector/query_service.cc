@@ -83,9 +83,11 @@ grpc::Status QueryService::JobTimeline(grpc::ServerContext*, const v1::JobTimeli
                                       v1::JobTimelineResponse* response) {
   if (request->job().empty()) return ToGrpc(absl::InvalidArgumentError("which job?"));
   const int64_t bucket_us = static_cast<int64_t>(request->bucket_seconds() == 0 ? 10 : request->bucket_seconds()) * 1'000'000;
-  auto points = store_.JobTimeline(request->job(), request->since_us(), bucket_us);
+  std::vector<std::string> notes;
+  auto points = store_.JobTimeline(request->job(), request->since_us(), bucket_us, history_, &notes);
   if (!points.ok()) return ToGrpc(points.status());
   for (auto& p : *points) *response->add_points() = std::move(p);
+  for (auto& note : notes) response->add_notes(std::move(note));
   return grpc::Status::OK;
 }
 
@@ -128,7 +130,9 @@ grpc::Status QueryService::DiagnoseJob(grpc::ServerContext*, const v1::DiagnoseJ
                               context_ ? context_->Drained() : std::set<std::string>());
   // About 60 buckets over the window, at least 1 s each.
   const int64_t bucket = std::max<int64_t>(1'000'000, (in.window_end_us - in.window_start_us) / 60);
-  auto timeline = store_.JobTimeline(in.job.id(), in.window_start_us, bucket);
+  // Older than the local store: the timeline from the history TSDB. The
+  // anomalies stay local (docs/deploy-tsdb.md, records_retention).
+  auto timeline = store_.JobTimeline(in.job.id(), in.window_start_us, bucket, history_);
   if (!timeline.ok()) return ToGrpc(timeline.status());
   for (auto& p : *timeline)
     if (p.start_us() <= in.window_end_us) in.timeline.push_back(std::move(p));

@@ -13,7 +13,8 @@ namespace {
 
 constexpr char kLog[] = "store";
 // 1: a row per sample (samples, batches). 2: compressed sample runs.
-constexpr int kSchemaVersion = 2;
+// 3: collective records carry their commit id (remote-write follows it).
+constexpr int kSchemaVersion = 3;
 
 using Statement = sqlite::Stmt;
 using sqlite::FromDb;
@@ -55,7 +56,8 @@ CREATE TABLE IF NOT EXISTS collectives(
   algbw_gbs REAL NOT NULL,
   busbw_gbs REAL NOT NULL,
   ts_us INTEGER NOT NULL,
-  agent_id TEXT NOT NULL
+  agent_id TEXT NOT NULL,
+  commit_id INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS collectives_by_job ON collectives(job, ts_us);
 CREATE INDEX IF NOT EXISTS collectives_by_time ON collectives(ts_us);
@@ -146,7 +148,25 @@ absl::Status Store::Init(const StoreOptions& options) {
         options.path, ": holds samples in the version 1 schema (a row per sample); start "
                       "rocefab-collectord without --no-migrate to convert it in place, or move "
                       "the file away to start empty"));
+  // Collective records of versions 1 and 2 have no commit id: they get 0,
+  // which remote-write, being past them already, never reads.
+  if (TableExists(writer_, "collectives")) {
+    bool has_commit = false;
+    Statement columns(writer_, "SELECT 1 FROM pragma_table_info('collectives') WHERE name = 'commit_id'");
+    auto row = columns.Step();
+    if (!row.ok()) return row.status();
+    has_commit = *row;
+    columns = Statement();
+    if (!has_commit) {
+      if (auto status = Exec(writer_, "ALTER TABLE collectives ADD COLUMN commit_id INTEGER NOT NULL DEFAULT 0");
+          !status.ok())
+        return absl::Status(status.code(), StrCat(options.path, ": ", status.message()));
+    }
+  }
   if (auto status = Exec(writer_, kSchema); !status.ok())
+    return absl::Status(status.code(), StrCat(options.path, ": ", status.message()));
+  if (auto status = Exec(writer_, "CREATE INDEX IF NOT EXISTS collectives_by_commit ON collectives(commit_id)");
+      !status.ok())
     return absl::Status(status.code(), StrCat(options.path, ": ", status.message()));
   for (const char* schema : {SampleStore::kSchema, JobRegistry::kSchema, AnomalyStore::kSchema, AuditLog::kSchema}) {
     if (auto status = Exec(writer_, schema); !status.ok())
@@ -192,8 +212,9 @@ ON CONFLICT(agent_id) DO UPDATE SET
   dropped_batches = ?12
 )sql", true);
   insert_collective_ = Statement(writer_,
-                                 "INSERT INTO collectives VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-                                 "?9, ?10, ?11, ?12, ?13)", true);
+                                 "INSERT INTO collectives(job, comm, rank, n_ranks, host, op, seq, bytes, "
+                                 "exec_time_us, algbw_gbs, busbw_gbs, ts_us, agent_id, commit_id) "
+                                 "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)", true);
   for (const Statement* s : {&begin_, &commit_, &rollback_, &upsert_agent_, &insert_collective_})
     if (!s->ok()) return s->status();
   samples_ = std::make_unique<SampleStore>(writer_, options.samples);
@@ -315,6 +336,7 @@ absl::StatusOr<WriteOutcome> Store::WriteOne(const v1::TelemetryBatch& batch, in
     sqlite3_bind_double(stmt, 11, record.busbw_gbs());
     sqlite3_bind_int64(stmt, 12, record.timestamp_us());
     BindText(stmt, 13, batch.agent_id());
+    sqlite3_bind_int64(stmt, 14, ToDb(commit));
     if (sqlite3_step(stmt) != SQLITE_DONE) return SqlError(writer_, "insert collective");
     ++outcome.collectives_written;
   }
@@ -369,44 +391,113 @@ absl::StatusOr<int> Store::SealRuns(int64_t now_us, int max_runs) {
   return samples_->Seal(now_us, max_runs);
 }
 
-absl::StatusOr<uint64_t> Store::Prune(int64_t cutoff_us, uint64_t keep_after_commit) {
+absl::StatusOr<uint64_t> Store::Prune(int64_t cutoff_us, uint64_t keep_after_commit, int64_t records_cutoff_us) {
   auto deleted = samples_->Prune(cutoff_us, keep_after_commit);
   if (!deleted.ok()) return deleted.status();
-  Statement stmt(writer_, "DELETE FROM collectives WHERE ts_us < ?1");
+  // Collective records a remote-write receiver still waits for stay too.
+  Statement stmt(writer_, "DELETE FROM collectives WHERE ts_us < ?1 AND commit_id <= ?2");
   if (!stmt.ok()) return stmt.status();
-  if (auto s = stmt.Bind(1, cutoff_us).Run(); !s.ok()) return s;
+  if (auto s = stmt.Bind(1, cutoff_us).Bind(2, ToDb(std::min<uint64_t>(keep_after_commit, INT64_MAX))).Run(); !s.ok())
+    return s;
   *deleted += sqlite3_changes(writer_);
-  auto anomalies = anomalies_->Prune(cutoff_us);
+  auto anomalies = anomalies_->Prune(std::min(cutoff_us, records_cutoff_us));
   if (!anomalies.ok()) return anomalies.status();
   return *deleted + *anomalies;
 }
 
 absl::StatusOr<std::vector<v1::JobTimelinePoint>> Store::JobTimeline(const std::string& job,
-                                                                     int64_t since_us,
-                                                                     int64_t bucket_us) {
-  std::lock_guard lock(reader_mu_);
-  Statement stmt(reader_, R"sql(
+                                                                     int64_t since_us, int64_t bucket_us,
+                                                                     HistorySource* history,
+                                                                     std::vector<std::string>* notes) {
+  if (bucket_us <= 0) return absl::InvalidArgumentError("timeline bucket must be positive");
+  std::vector<v1::JobTimelinePoint> points;
+  int64_t horizon = INT64_MAX;  // the oldest record the local store holds
+  {
+    std::lock_guard lock(reader_mu_);
+    sqlite::ReadTransaction txn(reader_);
+    if (!txn.status().ok()) return txn.status();
+    Statement stmt(reader_, R"sql(
 SELECT (ts_us / ?3) * ?3 AS bucket, op, count(*), count(DISTINCT rank), avg(busbw_gbs),
        min(busbw_gbs), max(exec_time_us)
 FROM collectives WHERE job = ?1 AND ts_us >= ?2
 GROUP BY bucket, op ORDER BY bucket, op)sql");
-  if (!stmt.ok()) return SqlError(reader_, "job timeline");
-  BindText(stmt.get(), 1, job);
-  sqlite3_bind_int64(stmt.get(), 2, since_us);
-  sqlite3_bind_int64(stmt.get(), 3, bucket_us);
-  std::vector<v1::JobTimelinePoint> points;
-  while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
-    v1::JobTimelinePoint p;
-    p.set_start_us(sqlite3_column_int64(stmt.get(), 0));
-    p.set_op(ColumnText(stmt.get(), 1));
-    p.set_records(static_cast<uint64_t>(sqlite3_column_int64(stmt.get(), 2)));
-    p.set_ranks(static_cast<uint32_t>(sqlite3_column_int64(stmt.get(), 3)));
-    p.set_mean_busbw_gbs(sqlite3_column_double(stmt.get(), 4));
-    p.set_min_busbw_gbs(sqlite3_column_double(stmt.get(), 5));
-    p.set_max_exec_time_us(sqlite3_column_double(stmt.get(), 6));
-    points.push_back(std::move(p));
+    if (!stmt.ok()) return SqlError(reader_, "job timeline");
+    stmt.Bind(1, job).Bind(2, since_us).Bind(3, bucket_us);
+    for (;;) {
+      auto row = stmt.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      v1::JobTimelinePoint p;
+      p.set_start_us(stmt.Int(0));
+      p.set_op(stmt.Text(1));
+      p.set_records(FromDb(stmt.Int(2)));
+      p.set_ranks(static_cast<uint32_t>(stmt.Int(3)));
+      p.set_mean_busbw_gbs(stmt.Double(4));
+      p.set_min_busbw_gbs(stmt.Double(5));
+      p.set_max_exec_time_us(stmt.Double(6));
+      points.push_back(std::move(p));
+    }
+    if (history != nullptr) {
+      Statement oldest(reader_, "SELECT min(ts_us) FROM collectives");
+      auto row = oldest.Step();
+      if (!row.ok()) return row.status();
+      if (*row && !oldest.IsNull(0)) horizon = oldest.Int(0);
+    }
   }
+  if (history == nullptr || since_us >= horizon) return points;
+  // The TSDB holds every bucket up to the one the horizon falls in (which
+  // the local store holds only in part): those come from it.
+  const int64_t boundary = horizon == INT64_MAX ? INT64_MAX / 2 : horizon - horizon % bucket_us;
+  auto older = history->ReadTimeline(job, since_us, boundary + (horizon == INT64_MAX ? 0 : 1), bucket_us);
+  if (!older.ok()) {
+    if (notes != nullptr)
+      notes->push_back(StrCat("history unavailable (", older.status().message(),
+                              "): the timeline covers only what the local store holds"));
+    return points;
+  }
+  if (older->empty()) return points;
+  if (notes != nullptr)
+    notes->push_back(StrCat(older->size(), " timeline points ", horizon == INT64_MAX ? "" : "before the local store's ",
+                            "read from the history TSDB"));
+  std::set<std::pair<int64_t, std::string>> remote;
+  for (const auto& p : *older) remote.insert({p.start_us(), p.op()});
+  std::erase_if(points, [&](const v1::JobTimelinePoint& p) { return remote.count({p.start_us(), p.op()}) > 0; });
+  points.insert(points.end(), older->begin(), older->end());
+  std::sort(points.begin(), points.end(), [](const v1::JobTimelinePoint& a, const v1::JobTimelinePoint& b) {
+    return a.start_us() != b.start_us() ? a.start_us() < b.start_us() : a.op() < b.op();
+  });
   return points;
+}
+
+absl::StatusOr<std::vector<CollectiveRow>> Store::ReadCollectiveCommits(uint64_t after, uint64_t upto) {
+  std::lock_guard lock(reader_mu_);
+  Statement stmt(reader_, R"sql(
+SELECT job, comm, rank, n_ranks, host, op, seq, bytes, exec_time_us, algbw_gbs, busbw_gbs, ts_us, commit_id
+FROM collectives WHERE commit_id > ?1 AND commit_id <= ?2 ORDER BY commit_id, rowid)sql");
+  if (!stmt.ok()) return stmt.status();
+  stmt.Bind(1, ToDb(std::min<uint64_t>(after, INT64_MAX))).Bind(2, ToDb(std::min<uint64_t>(upto, INT64_MAX)));
+  std::vector<CollectiveRow> out;
+  for (;;) {
+    auto row = stmt.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    CollectiveRow r;
+    r.record.set_job(stmt.Text(0));
+    r.record.set_comm(stmt.Text(1));
+    r.record.set_rank(static_cast<uint32_t>(stmt.Int(2)));
+    r.record.set_n_ranks(static_cast<uint32_t>(stmt.Int(3)));
+    r.record.set_host(stmt.Text(4));
+    r.record.set_op(stmt.Text(5));
+    r.record.set_seq(FromDb(stmt.Int(6)));
+    r.record.set_bytes(FromDb(stmt.Int(7)));
+    r.record.set_exec_time_us(stmt.Double(8));
+    r.record.set_algbw_gbs(stmt.Double(9));
+    r.record.set_busbw_gbs(stmt.Double(10));
+    r.record.set_timestamp_us(stmt.Int(11));
+    r.commit = FromDb(stmt.Int(12));
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<v1::AgentInfo>> Store::ListAgents() {

@@ -74,6 +74,17 @@ class HistorySource {
   // timestamps in [from_us, to_us), oldest first.
   virtual absl::StatusOr<std::vector<SampleRow>> Read(const std::string& device, int64_t from_us,
                                                       int64_t to_us) = 0;
+  // A job's collective timeline (as Store::JobTimeline) over the buckets
+  // that start in [from_us, to_us), buckets aligned to multiples of
+  // `bucket_us`.
+  virtual absl::StatusOr<std::vector<v1::JobTimelinePoint>> ReadTimeline(const std::string& job, int64_t from_us,
+                                                                         int64_t to_us, int64_t bucket_us) = 0;
+};
+
+// A collective record as stored, with the commit that stored it.
+struct CollectiveRow {
+  v1::CollectiveRecord record;
+  uint64_t commit = 0;
 };
 
 class Store final {
@@ -92,7 +103,10 @@ class Store final {
   // Deletes samples and records older than `cutoff_us`; sample runs with
   // commits after `keep_after_commit` (not yet exported) stay. Writer thread
   // only. Returns samples and rows deleted.
-  absl::StatusOr<uint64_t> Prune(int64_t cutoff_us, uint64_t keep_after_commit = UINT64_MAX);
+  // Closed anomalies go by `records_cutoff_us` when it is older: they are
+  // small, and diagnosis needs them after the samples went to the TSDB.
+  absl::StatusOr<uint64_t> Prune(int64_t cutoff_us, uint64_t keep_after_commit = UINT64_MAX,
+                                 int64_t records_cutoff_us = INT64_MAX);
   // Seals full and idle sample runs; off the ack path. Writer thread only.
   absl::StatusOr<int> SealRuns(int64_t now_us, int max_runs);
   // The id of the newest durable commit (remote-write follows it).
@@ -110,9 +124,15 @@ class Store final {
   AnomalyStore& anomalies() { return *anomalies_; }
   AuditLog& audit() { return *audit_; }
 
-  // Per-bucket and per-op summaries of a job's collective records.
+  // Per-bucket and per-op summaries of a job's collective records, buckets
+  // aligned to multiples of `bucket_us`. With `history`, buckets older than
+  // the oldest record the local store holds (and the one that holds it) come
+  // from the TSDB; `notes` says so, or that history failed.
   absl::StatusOr<std::vector<v1::JobTimelinePoint>> JobTimeline(const std::string& job, int64_t since_us,
-                                                                int64_t bucket_us);
+                                                                int64_t bucket_us, HistorySource* history = nullptr,
+                                                                std::vector<std::string>* notes = nullptr);
+  // Collective records of commits in (after, upto], in commit order.
+  absl::StatusOr<std::vector<CollectiveRow>> ReadCollectiveCommits(uint64_t after, uint64_t upto);
 
   // Reads; any thread.
   absl::StatusOr<std::vector<v1::AgentInfo>> ListAgents();

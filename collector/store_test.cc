@@ -311,7 +311,18 @@ class FakeHistory final : public HistorySource {
       if (r.ts_us >= from_us && r.ts_us < to_us) out.push_back(r);
     return out;
   }
+  absl::StatusOr<std::vector<v1::JobTimelinePoint>> ReadTimeline(const std::string& job, int64_t from_us,
+                                                                 int64_t to_us, int64_t bucket_us) override {
+    ++reads;
+    last_to = to_us;
+    if (fail) return absl::UnavailableError("connection refused");
+    std::vector<v1::JobTimelinePoint> out;
+    for (const auto& p : points)
+      if (job == "4711" && p.start_us() >= from_us - from_us % bucket_us && p.start_us() < to_us) out.push_back(p);
+    return out;
+  }
   std::vector<SampleRow> rows;
+  std::vector<v1::JobTimelinePoint> points;
   bool fail = false;
   int reads = 0;
   std::string last_device;
@@ -384,6 +395,79 @@ TEST_F(StoreTest, CounterRatesSpanHistoryOlderThanTheLocalStore) {
   EXPECT_EQ(rows->size(), 2u);
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("history unavailable (connection refused)"), std::string::npos) << notes[0];
+}
+
+// A job's timeline older than the local store comes from the TSDB, which
+// also holds the bucket the local store holds only in part.
+TEST_F(StoreTest, JobTimelineTakesOlderBucketsFromHistory) {
+  v1::TelemetryBatch batch = Batch(1, 1, 1, std::nullopt);
+  for (int i = 0; i < 4; ++i) {
+    auto* r = batch.add_collectives();
+    r->set_job("4711");
+    r->set_rank(i);
+    r->set_op("AllReduce");
+    r->set_busbw_gbs(100);
+    r->set_exec_time_us(1000);
+    r->set_timestamp_us(i < 2 ? 25'000'000 : 31'000'000);  // local from 25 s
+  }
+  Write({batch});
+  FakeHistory history;
+  for (int64_t start : {0, 10'000'000, 20'000'000, 30'000'000}) {
+    v1::JobTimelinePoint p;
+    p.set_start_us(start);
+    p.set_op("AllReduce");
+    p.set_records(8);
+    p.set_ranks(4);
+    p.set_mean_busbw_gbs(300);
+    history.points.push_back(p);
+  }
+  std::vector<std::string> notes;
+  auto points = store_->JobTimeline("4711", 0, 10'000'000, &history, &notes);
+  ASSERT_TRUE(points.ok()) << points.status();
+  EXPECT_EQ(history.last_to, 20'000'001) << "up to the bucket the oldest local record falls in";
+  ASSERT_EQ(points->size(), 4u);
+  EXPECT_EQ((*points)[0].start_us(), 0);
+  EXPECT_DOUBLE_EQ((*points)[2].mean_busbw_gbs(), 300) << "the TSDB's whole bucket, not the local part of it";
+  EXPECT_EQ((*points)[3].start_us(), 30'000'000);
+  EXPECT_DOUBLE_EQ((*points)[3].mean_busbw_gbs(), 100) << "newer buckets stay local";
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("3 timeline points"), std::string::npos) << notes[0];
+  // Inside the local window: no history read.
+  const int reads = history.reads;
+  ASSERT_TRUE(store_->JobTimeline("4711", 26'000'000, 10'000'000, &history, &notes).ok());
+  EXPECT_EQ(history.reads, reads);
+  // History down: the local buckets and a note.
+  history.fail = true;
+  notes.clear();
+  points = store_->JobTimeline("4711", 0, 10'000'000, &history, &notes);
+  ASSERT_TRUE(points.ok());
+  EXPECT_EQ(points->size(), 2u);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("history unavailable"), std::string::npos);
+}
+
+TEST_F(StoreTest, CollectiveRecordsReadBackByCommitAndWaitForRemoteWriteBeforePruning) {
+  v1::TelemetryBatch batch = Batch(1, 1'000'000, 1, std::nullopt);
+  auto* r = batch.add_collectives();
+  r->set_job("4711");
+  r->set_op("AllGather");
+  r->set_rank(3);
+  r->set_timestamp_us(1'000'000);
+  Write({batch});
+  const uint64_t commit = store_->last_commit();
+  ASSERT_GT(commit, 0u);
+  auto rows = store_->ReadCollectiveCommits(commit - 1, commit);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].record.op(), "AllGather");
+  EXPECT_EQ((*rows)[0].record.rank(), 3u);
+  EXPECT_EQ((*rows)[0].commit, commit);
+  EXPECT_TRUE(store_->ReadCollectiveCommits(commit, commit + 5)->empty());
+  // Older than retention but not yet sent: kept; once sent: pruned.
+  ASSERT_TRUE(store_->Prune(5'000'000, commit - 1).ok());
+  EXPECT_EQ(store_->JobTimeline("4711", 0, 10'000'000)->size(), 1u);
+  ASSERT_TRUE(store_->Prune(5'000'000, commit).ok());
+  EXPECT_TRUE(store_->JobTimeline("4711", 0, 10'000'000)->empty());
 }
 
 TEST(StoreOpen, RefusesANewerSchema) {

@@ -37,9 +37,9 @@ absl::StatusOr<RemoteWriteOptions> ResolveRemoteWrite(const v1::RemoteWriteConfi
   o.name = config.name().empty() ? config.url() : config.name();
   for (const std::string& scope : config.scopes()) {
     v1::Scope parsed;
-    if (!ParseScope(scope, &parsed) || parsed == v1::SCOPE_COLL)
+    if (!ParseScope(scope, &parsed))
       return absl::InvalidArgumentError(
-          StrCat("remote_write scopes: '", scope, "' is not one of nic, port, queue"));
+          StrCat("remote_write scopes: '", scope, "' is not one of nic, port, queue, coll"));
     o.scopes.insert(parsed);
   }
   for (const std::string& counter : config.counters()) {
@@ -116,6 +116,53 @@ std::vector<std::pair<prometheus::WriteRequest, uint64_t>> BuildWriteRequests(
     sample->set_value(static_cast<double>(row.value) * MetricScale(*def));
     sample->set_timestamp(row.ts_us / 1000);
     ++samples;
+  }
+  flush();
+  return out;
+}
+
+std::vector<prometheus::WriteRequest> BuildCollectiveRequests(const std::vector<CollectiveRow>& rows,
+                                                             const RemoteWriteOptions& options) {
+  std::vector<prometheus::WriteRequest> out;
+  if (!options.scopes.empty() && !options.scopes.count(v1::SCOPE_COLL)) return out;
+  prometheus::WriteRequest request;
+  std::map<std::string, prometheus::TimeSeries*> by_series;
+  size_t samples = 0;
+  auto flush = [&] {
+    if (request.timeseries_size() > 0) out.push_back(std::move(request));
+    request = prometheus::WriteRequest();
+    by_series.clear();
+    samples = 0;
+  };
+  std::string key;
+  for (const CollectiveRow& row : rows) {
+    if (samples + 2 > options.max_samples_per_request) flush();
+    const v1::CollectiveRecord& r = row.record;
+    for (const auto& [name, value] : {std::pair{"rocefab_collective_busbw_gbs", r.busbw_gbs()},
+                                      std::pair{"rocefab_collective_exec_time_seconds", r.exec_time_us() * 1e-6}}) {
+      key.clear();
+      StrAppend(&key, name, "|", r.job(), "|", r.comm(), "|", r.op(), "|", r.rank());
+      prometheus::TimeSeries*& series = by_series[key];
+      if (series == nullptr) {
+        series = request.add_timeseries();
+        // One series per (job, communicator, op, rank); host says where.
+        std::vector<std::pair<std::string, std::string>> labels = {
+            {"__name__", name},     {"job_id", r.job()},
+            {"comm", r.comm()},     {"op", r.op()},
+            {"rank", StrCat(r.rank())}, {"host", r.host()}};
+        for (const auto& extra : options.extra_labels) labels.push_back(extra);
+        std::sort(labels.begin(), labels.end());
+        for (auto& [n, v] : labels) {
+          auto* label = series->add_labels();
+          label->set_name(std::move(n));
+          label->set_value(std::move(v));
+        }
+      }
+      auto* sample = series->add_samples();
+      sample->set_value(value);
+      sample->set_timestamp(r.timestamp_us() / 1000);
+      ++samples;
+    }
   }
   flush();
   return out;
@@ -264,6 +311,21 @@ void RemoteWriter::Loop() {
       LOG_ERROR(kLog, options_.name, ": reading commits ", from + 1, "..", upto, ": ", rows.status().message());
       if (!SleepFor(1'000'000)) return;
       continue;
+    }
+    // Collective records of the same commits go first: if the collector
+    // stops between the two, both are sent again, and a receiver takes a
+    // repeated sample as a no-op.
+    auto collectives = store_.ReadCollectiveCommits(from, upto);
+    if (!collectives.ok()) {
+      LOG_ERROR(kLog, options_.name, ": reading collective records ", from + 1, "..", upto, ": ",
+                collectives.status().message());
+      if (!SleepFor(1'000'000)) return;
+      continue;
+    }
+    for (auto& request : BuildCollectiveRequests(*collectives, options_)) {
+      size_t samples = 0;
+      for (const auto& ts : request.timeseries()) samples += ts.samples_size();
+      if (!Send(request, samples)) return;
     }
     int64_t newest_us = 0;
     for (const SampleRow& r : *rows) newest_us = std::max(newest_us, r.ts_us);

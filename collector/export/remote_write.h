@@ -36,7 +36,7 @@ namespace rocefab::collector {
 struct RemoteWriteOptions {
   std::string url;
   std::string name;  // the cursor's key
-  std::set<v1::Scope> scopes;         // empty: nic, port and queue
+  std::set<v1::Scope> scopes;         // empty: nic, port, queue and coll
   std::set<std::string> counters;     // empty: every counter
   std::vector<std::pair<std::string, std::string>> extra_labels;
   uint64_t max_queue_bytes = 1ULL << 30;
@@ -54,6 +54,13 @@ absl::StatusOr<RemoteWriteOptions> ResolveRemoteWrite(const v1::RemoteWriteConfi
 // `max_samples` samples each, split only between commits. Exposed for tests.
 std::vector<std::pair<prometheus::WriteRequest, uint64_t /*last commit*/>> BuildWriteRequests(
     const std::vector<SampleRow>& rows, const RemoteWriteOptions& options);
+
+// The WriteRequests for collective records: per (job, communicator, op,
+// rank) a rocefab_collective_busbw_gbs and a
+// rocefab_collective_exec_time_seconds series (docs/metrics.md). Empty when
+// the scopes leave out "coll". Exposed for tests.
+std::vector<prometheus::WriteRequest> BuildCollectiveRequests(const std::vector<CollectiveRow>& rows,
+                                                             const RemoteWriteOptions& options);
 
 class RemoteWriter final {
  public:

@@ -150,6 +150,46 @@ absl::StatusOr<std::vector<SampleRow>> ParseMatrix(std::string_view body, uint64
   return out;
 }
 
+absl::StatusOr<std::map<std::pair<int64_t, std::string>, double>> ParseOpMatrix(std::string_view body,
+                                                                                 uint64_t* skipped) {
+  const auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return absl::DataLossError("history: the response is not JSON");
+  if (j.value("status", "") != "success") {
+    const std::string error = j.contains("error") && j["error"].is_string() ? j["error"].get<std::string>() : "";
+    return absl::UnavailableError(StrCat("history: the query failed: ", error.empty() ? "no status" : error));
+  }
+  const auto data = j.find("data");
+  if (data == j.end() || !data->is_object() || data->value("resultType", "") != "matrix" ||
+      !data->contains("result") || !(*data)["result"].is_array())
+    return absl::DataLossError("history: expected a matrix result");
+  std::map<std::pair<int64_t, std::string>, double> out;
+  for (const auto& series : (*data)["result"]) {
+    const std::string op = series.is_object() && series.contains("metric") && series["metric"].is_object()
+                               ? Label(series["metric"], "op")
+                               : std::string();
+    if (op.empty() || op.size() > 64 || !series.contains("values") || !series["values"].is_array()) {
+      ++*skipped;
+      continue;
+    }
+    for (const auto& point : series["values"]) {
+      if (!point.is_array() || point.size() != 2 || !point[0].is_number() || !point[1].is_string()) {
+        ++*skipped;
+        continue;
+      }
+      const std::string& text = point[1].get_ref<const std::string&>();
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      const double ts = point[0].get<double>();
+      if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || !std::isfinite(ts) || ts < 0 || ts > 1e11) {
+        ++*skipped;
+        continue;
+      }
+      out[{std::llround(ts * 1000), op}] = v;
+    }
+  }
+  return out;
+}
+
 PromqlHistory::PromqlHistory(HistoryOptions options, prometheus::Registry& registry)
     : options_(std::move(options)),
       queries_(prometheus::BuildCounter()
@@ -183,13 +223,28 @@ absl::StatusOr<std::vector<SampleRow>> PromqlHistory::Query(const std::string& s
   char time[32];
   std::snprintf(time, sizeof(time), "%lld.%06lld", static_cast<long long>(end_us / 1'000'000),
                 static_cast<long long>(end_us % 1'000'000));
-  const std::string form = StrCat("query=", UrlEncode(query), "&time=", time);
+  auto body = Post("/api/v1/query", StrCat("query=", UrlEncode(query), "&time=", time));
+  if (!body.ok()) return body.status();
+  uint64_t skipped = 0;
+  auto rows = ParseMatrix(*body, &skipped);
+  skipped_.Increment(static_cast<double>(skipped));
+  if (!rows.ok()) {
+    failed_.Increment();
+    return absl::Status(rows.status().code(), StrCat(rows.status().message(), " (from ", options_.url, ")"));
+  }
+  ok_.Increment();
+  std::erase_if(*rows, [&](const SampleRow& r) { return r.ts_us < from_us || r.ts_us >= to_us; });
+  samples_.Increment(static_cast<double>(rows->size()));
+  return rows;
+}
+
+absl::StatusOr<std::string> PromqlHistory::Post(const std::string& path, const std::string& form) {
   HttpPostOptions http;
   http.headers = {"Content-Type: application/x-www-form-urlencoded", "Accept: application/json"};
   http.timeout_ms = std::max<int64_t>(1, options_.timeout_us / 1000);
   http.basic_auth = options_.basic_auth;
   http.max_body_bytes = options_.max_response_bytes;
-  const HttpResult result = HttpPost(options_.url + "/api/v1/query", form, http);
+  HttpResult result = HttpPost(options_.url + path, form, http);
   if (!result.error.empty()) {
     failed_.Increment();
     return absl::UnavailableError(StrCat("history ", options_.url, ": ", result.error));
@@ -199,26 +254,83 @@ absl::StatusOr<std::vector<SampleRow>> PromqlHistory::Query(const std::string& s
     return absl::ResourceExhaustedError(
         StrCat("history ", options_.url, ": the answer is larger than ", options_.max_response_bytes, " bytes"));
   }
-  uint64_t skipped = 0;
-  auto rows = ParseMatrix(result.body, &skipped);
-  skipped_.Increment(static_cast<double>(skipped));
-  if (!rows.ok()) {
-    failed_.Increment();
-    return absl::Status(rows.status().code(),
-                        StrCat(rows.status().message(), " (HTTP ", result.status, " from ", options_.url, ")"));
+  return std::move(result.body);
+}
+
+std::string PromqlHistory::MatchLabels() const {
+  std::string extra;
+  for (const auto& [name, value] : options_.match_labels) StrAppend(&extra, ",", name, "=", Quote(value));
+  return extra;
+}
+
+absl::StatusOr<std::vector<v1::JobTimelinePoint>> PromqlHistory::ReadTimeline(const std::string& job, int64_t from_us,
+                                                                               int64_t to_us, int64_t bucket_us) {
+  std::vector<v1::JobTimelinePoint> out;
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  to_us = std::min(to_us, now_us + bucket_us);
+  if (bucket_us < 1000 || to_us <= from_us) return out;
+  // Buckets [b, b + B) are evaluated at b + B - 1 ms over a range of B:
+  // samples in (b - 1 ms, b + B - 1 ms], which with millisecond timestamps
+  // is exactly the bucket.
+  const int64_t first = from_us - ((from_us % bucket_us) + bucket_us) % bucket_us;
+  const int64_t last = (to_us - 1) - (((to_us - 1) % bucket_us) + bucket_us) % bucket_us;
+  const int64_t bucket_ms = bucket_us / 1000;
+  auto at = [](int64_t us) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%lld.%03lld", static_cast<long long>(us / 1'000'000),
+                  static_cast<long long>((us % 1'000'000) / 1000));
+    return std::string(text);
+  };
+  const std::string matchers = StrCat("{job_id=", Quote(job), MatchLabels(), "}");
+  const std::string busbw = StrCat("rocefab_collective_busbw_gbs", matchers, "[", bucket_ms, "ms]");
+  const std::string exec = StrCat("rocefab_collective_exec_time_seconds", matchers, "[", bucket_ms, "ms]");
+  const std::string queries[] = {
+      StrCat("sum by (op) (count_over_time(", busbw, "))"),
+      StrCat("count by (op) (count by (op, rank) (count_over_time(", busbw, ")))"),
+      StrCat("sum by (op) (sum_over_time(", busbw, ")) / sum by (op) (count_over_time(", busbw, "))"),
+      StrCat("min by (op) (min_over_time(", busbw, "))"),
+      StrCat("max by (op) (max_over_time(", exec, "))"),
+  };
+  std::map<std::pair<int64_t, std::string>, v1::JobTimelinePoint> points;
+  for (size_t q = 0; q < std::size(queries); ++q) {
+    auto body = Post("/api/v1/query_range",
+                     StrCat("query=", UrlEncode(queries[q]), "&start=", at(first + bucket_us - 1000),
+                            "&end=", at(last + bucket_us - 1000), "&step=", bucket_ms, "ms"));
+    if (!body.ok()) return body.status();
+    uint64_t skipped = 0;
+    auto values = ParseOpMatrix(*body, &skipped);
+    skipped_.Increment(static_cast<double>(skipped));
+    if (!values.ok()) {
+      failed_.Increment();
+      return absl::Status(values.status().code(), StrCat(values.status().message(), " (from ", options_.url, ")"));
+    }
+    ok_.Increment();
+    for (const auto& [key, value] : *values) {
+      const int64_t start_us = key.first * 1000 + 1000 - bucket_us;
+      v1::JobTimelinePoint& p = points[{start_us, key.second}];
+      p.set_start_us(start_us);
+      p.set_op(key.second);
+      switch (q) {
+        case 0: p.set_records(static_cast<uint64_t>(std::llround(value))); break;
+        case 1: p.set_ranks(static_cast<uint32_t>(std::llround(value))); break;
+        case 2: p.set_mean_busbw_gbs(value); break;
+        case 3: p.set_min_busbw_gbs(value); break;
+        default: p.set_max_exec_time_us(value * 1e6); break;
+      }
+    }
   }
-  ok_.Increment();
-  std::erase_if(*rows, [&](const SampleRow& r) { return r.ts_us < from_us || r.ts_us >= to_us; });
-  samples_.Increment(static_cast<double>(rows->size()));
-  return rows;
+  for (auto& [key, p] : points)
+    if (p.records() > 0 && p.start_us() >= first && p.start_us() < to_us) out.push_back(std::move(p));
+  return out;
 }
 
 absl::StatusOr<std::vector<SampleRow>> PromqlHistory::Read(const std::string& device, int64_t from_us,
                                                            int64_t to_us) {
   std::vector<SampleRow> out;
   if (to_us <= from_us) return out;
-  std::string extra;
-  for (const auto& [name, value] : options_.match_labels) StrAppend(&extra, ",", name, "=", Quote(value));
+  const std::string extra = MatchLabels();
   // A device is a host (NIC series) or a switch (port and queue series).
   for (const std::string& selector :
        {StrCat("{__name__=~\"rocefab_nic_.+\",host=", Quote(device), extra, "}"),

@@ -43,15 +43,29 @@ absl::StatusOr<HistoryOptions> ResolveHistory(const v1::HistoryConfig& config);
 // counting them in `*skipped`. Exposed for tests and the fuzz target.
 absl::StatusOr<std::vector<SampleRow>> ParseMatrix(std::string_view body, uint64_t* skipped);
 
+// Parses a /api/v1/query_range answer whose series are labelled by `op`
+// alone (an aggregation `by (op)`): (evaluation time in ms, op) -> value.
+absl::StatusOr<std::map<std::pair<int64_t, std::string>, double>> ParseOpMatrix(std::string_view body,
+                                                                                 uint64_t* skipped);
+
 class PromqlHistory final : public HistorySource {
  public:
   PromqlHistory(HistoryOptions options, prometheus::Registry& registry);
 
   absl::StatusOr<std::vector<SampleRow>> Read(const std::string& device, int64_t from_us,
                                               int64_t to_us) override;
+  // From the rocefab_collective_* series remote-write sends: per bucket and
+  // op, the records, ranks, mean and lowest bus bandwidth and the longest
+  // kernel time, each one query_range evaluated at every bucket's last
+  // millisecond.
+  absl::StatusOr<std::vector<v1::JobTimelinePoint>> ReadTimeline(const std::string& job, int64_t from_us,
+                                                                 int64_t to_us, int64_t bucket_us) override;
 
  private:
+  absl::StatusOr<std::string> Post(const std::string& path, const std::string& form);
   absl::StatusOr<std::vector<SampleRow>> Query(const std::string& selector, int64_t from_us, int64_t to_us);
+
+  std::string MatchLabels() const;
 
   HistoryOptions options_;
   prometheus::Family<prometheus::Counter>& queries_;

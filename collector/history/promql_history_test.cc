@@ -68,6 +68,23 @@ TEST(PromqlHistory, AFailedOrForeignAnswerIsAClearError) {
   EXPECT_FALSE(ParseMatrix("", &skipped).ok());
 }
 
+TEST(PromqlHistory, ParsesAnAggregationByOp) {
+  const char* body = R"json({"status":"success","data":{"resultType":"matrix","result":[
+    {"metric":{"op":"AllReduce"},"values":[[1700000009.999,"8"],[1700000019.999,"7"]]},
+    {"metric":{"op":"AllGather"},"values":[[1700000009.999,"2.5"]]},
+    {"metric":{},"values":[[1,"1"]]},
+    {"metric":{"op":"AllReduce"},"values":[[1,"x"]]}
+  ]}})json";
+  uint64_t skipped = 0;
+  auto values = ParseOpMatrix(body, &skipped);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(values->size(), 3u);
+  EXPECT_EQ(skipped, 2u);
+  EXPECT_DOUBLE_EQ(values->at({1'700'000'009'999, "AllReduce"}), 8);
+  EXPECT_DOUBLE_EQ(values->at({1'700'000'009'999, "AllGather"}), 2.5);
+  EXPECT_FALSE(ParseOpMatrix("[]", &skipped).ok());
+}
+
 TEST(PromqlHistory, ConfigIsCheckedAtStart) {
   v1::HistoryConfig config;
   config.set_url("victoria:8428");

@@ -234,10 +234,38 @@ TEST_F(RemoteWritePeers, CountersOlderThanTheLocalStoreComeBackFromVictoriaMetri
   ASSERT_TRUE(writer.process) << testing::ReadFile(dir_ / "writer.log");
   const std::string root = dir_ / "host";
   testing::CopyTree(testing::FixturesDir() + "/hosts/z1-r01-h1", root);
+  // Job 4711's NCCL Inspector log (format v4.0): two ranks, one AllReduce
+  // every 1.5 s over the last two minutes, slower in the second minute.
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  std::filesystem::create_directories(dir_ / "nccl-inspector-4711");
+  {
+    std::ofstream log(dir_ / "nccl-inspector-4711/z1-r01-h1-pid1000.log");
+    for (int i = 0; i < 80; ++i) {
+      const int64_t ts = now_us - 120'000'000 + i * 1'500'000;
+      const double busbw = (i < 40 ? 380.0 : 190.0) + i % 3;
+      log << nlohmann::json{{"header", {{"id", "0x5eed"}, {"comm_name", "llm"}, {"rank", i % 2}, {"n_ranks", 2},
+                                        {"nnodes", 1}}},
+                            {"metadata", {{"inspector_output_format_version", "v4.0"},
+                                          {"dump_timestamp_us", ts},
+                                          {"hostname", "z1-r01-h1"},
+                                          {"pid", 1000}}},
+                            {"coll_perf", {{"coll", "AllReduce"},
+                                           {"coll_sn", i},
+                                           {"coll_msg_size_bytes", 1 << 30},
+                                           {"coll_exec_time_us", 5000 + 10 * i},
+                                           {"coll_timing_source", "kernel_gpu"},
+                                           {"coll_algobw_gbs", busbw / 2},
+                                           {"coll_busbw_gbs", busbw}}}}
+                 .dump()
+          << "\n";
+    }
+  }
   auto host = testing::StartDaemon(
       {BinDir() + "/rocefab-hostd", "--collector", testing::StatusField(writer.status, "grpc"), "--interval",
        "200ms", "--sysfs-root", root + "/sys", "--proc-root", root + "/proc", "--ethtool-dir", root + "/ethtool",
-       "--host-name", "z1-r01-h1", "--no-netlink"},
+       "--host-name", "z1-r01-h1", "--no-netlink", "--inspector-glob", dir_ / "nccl-inspector-*"},
       dir_ / "hostd.log");
   ASSERT_TRUE(host.process) << testing::ReadFile(dir_ / "hostd.log");
   ASSERT_TRUE(testing::WaitFor([&] { return VictoriaSamples() > 2000; }, std::chrono::seconds(30)));
@@ -265,6 +293,9 @@ TEST_F(RemoteWritePeers, CountersOlderThanTheLocalStoreComeBackFromVictoriaMetri
   auto reference = (*store)->GetCounters(request);
   ASSERT_TRUE(reference.ok()) << reference.status();
   ASSERT_GT(reference->size(), 20u);
+  auto reference_timeline = (*store)->JobTimeline("4711", now_us - 30LL * 60 * 1'000'000, 10'000'000);
+  ASSERT_TRUE(reference_timeline.ok()) << reference_timeline.status();
+  ASSERT_GE(reference_timeline->size(), 12u) << testing::ReadFile(dir_ / "hostd.log");
 
   // A collector with an empty store and the TSDB as its history.
   auto reader = testing::StartDaemon({BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--db",
@@ -306,6 +337,29 @@ TEST_F(RemoteWritePeers, CountersOlderThanTheLocalStoreComeBackFromVictoriaMetri
   }
   EXPECT_GT(rated, 0u);
   std::cout << "[history] series=" << compared << " with rates=" << rated << "\n";
+
+  // The job's collective timeline, read back as `rocefab job show` shows it.
+  ASSERT_EQ(testing::RunCommand({BinDir() + "/rocefab", "--collector", testing::StatusField(reader.status, "grpc"),
+                                 "job", "show", "4711", "--since", "30m", "--bucket", "10s", "-o", "json"},
+                                &out, &err),
+            0)
+      << err;
+  auto timeline = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(timeline.is_discarded()) << out;
+  ASSERT_TRUE(timeline.contains("notes")) << out;
+  const auto& points = timeline["points"];
+  ASSERT_EQ(points.size(), reference_timeline->size()) << out;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const v1::JobTimelinePoint& want = (*reference_timeline)[i];
+    EXPECT_EQ(points[i]["start_us"].get<int64_t>(), want.start_us()) << i;
+    EXPECT_EQ(points[i]["op"], want.op());
+    EXPECT_EQ(points[i]["records"].get<uint64_t>(), want.records()) << i;
+    EXPECT_EQ(points[i]["ranks"].get<uint32_t>(), want.ranks()) << i;
+    EXPECT_NEAR(points[i]["mean_busbw_gbs"].get<double>(), want.mean_busbw_gbs(), 1e-6) << i;
+    EXPECT_NEAR(points[i]["min_busbw_gbs"].get<double>(), want.min_busbw_gbs(), 1e-6) << i;
+    EXPECT_NEAR(points[i]["max_exec_time_us"].get<double>(), want.max_exec_time_us(), 1e-3) << i;
+  }
+  std::cout << "[history] timeline buckets=" << points.size() << "\n";
   EXPECT_GT(Metric(testing::StatusField(reader.status, "metrics"),
                    "rocefab_collector_history_queries_total{result=\"ok\"}"),
             0);
