@@ -470,6 +470,38 @@ TEST_F(StoreTest, CollectiveRecordsReadBackByCommitAndWaitForRemoteWriteBeforePr
   EXPECT_TRUE(store_->JobTimeline("4711", 0, 10'000'000)->empty());
 }
 
+// A version 2 file: collective records without commit ids. They get 0 and
+// stay readable; new records carry their commit.
+TEST(StoreOpen, AVersionTwoFileGainsCollectiveCommitIds) {
+  testing::TempDir dir;
+  v1::TelemetryBatch batch = Batch(1, 1'000'000, 1, std::nullopt);
+  auto* r = batch.add_collectives();
+  r->set_job("4711");
+  r->set_op("AllReduce");
+  r->set_timestamp_us(1'000'000);
+  {
+    auto store = Store::Open({.path = dir / "db"});
+    ASSERT_TRUE(store.ok()) << store.status();
+    const v1::TelemetryBatch* batches[] = {&batch};
+    ASSERT_TRUE((*store)->WriteBatches(batches, 5).ok());
+  }
+  std::string out, err;
+  ASSERT_EQ(testing::RunCommand({"/usr/bin/sqlite3", dir / "db",
+                                 "DROP INDEX collectives_by_commit; ALTER TABLE collectives DROP COLUMN commit_id; "
+                                 "UPDATE meta SET value='2' WHERE key='schema_version'"},
+                                &out, &err),
+            0)
+      << err;
+  auto store = Store::Open({.path = dir / "db"});
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->JobTimeline("4711", 0, 10'000'000)->size(), 1u);
+  EXPECT_TRUE((*store)->ReadCollectiveCommits(0, UINT64_MAX)->empty()) << "old records have commit 0";
+  batch.set_seq(2);
+  const v1::TelemetryBatch* batches[] = {&batch};
+  ASSERT_TRUE((*store)->WriteBatches(batches, 5).ok());
+  EXPECT_EQ((*store)->ReadCollectiveCommits(0, UINT64_MAX)->size(), 1u);
+}
+
 TEST(StoreOpen, RefusesANewerSchema) {
   testing::TempDir dir;
   {
