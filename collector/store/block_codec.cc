@@ -261,9 +261,10 @@ absl::Status DecodeColumns(const Layout& layout, std::string_view in, ChainState
     return absl::InternalError("sample block: chain state does not fit the layout");
   uint64_t n = 0;
   if (!GetVarint(in, &n) || n > kMaxPolls) return Corrupt("bad poll count");
-  // Each poll takes at least a commit byte and a value byte per series:
-  // reject a count the bytes cannot hold before allocating.
-  if (n * (n_series + 1) > in.size()) return Corrupt("poll count larger than the part");
+  // Each poll takes at least a commit byte and a timestamp byte per entity
+  // (a packed value column may take no byte a poll): reject a count the
+  // bytes cannot hold before allocating.
+  if (n * (layout.entities() + 1) > in.size()) return Corrupt("poll count larger than the part");
   const size_t first = out->size();
   out->resize(first + n);
   for (size_t i = first; i < out->size(); ++i) {
