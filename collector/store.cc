@@ -606,16 +606,35 @@ absl::StatusOr<std::vector<SampleRow>> Store::ReadSamples(const std::string& ent
   return out;
 }
 
-absl::StatusOr<std::vector<SampleRow>> Store::ReadCommits(uint64_t after, uint64_t upto) {
+absl::StatusOr<std::vector<SampleRow>> Store::ReadCommits(uint64_t after, uint64_t upto,
+                                                          CommitCursorCache* cache) {
   std::lock_guard lock(reader_mu_);
   sqlite::ReadTransaction txn(reader_);
   if (!txn.status().ok()) return txn.status();
-  auto runs = SampleStore::ReadCommits(reader_, after, upto);
+  auto runs = SampleStore::ReadCommits(reader_, after, upto, cache);
   if (!runs.ok()) return runs.status();
   std::vector<SampleRow> out;
   if (auto s = AppendRows(*runs, "", "", INT64_MIN, INT64_MAX, &out); !s.ok()) return s;
   std::stable_sort(out.begin(), out.end(),
                    [](const SampleRow& a, const SampleRow& b) { return a.commit < b.commit; });
+  return out;
+}
+
+absl::StatusOr<CommitRuns> Store::ReadCommitRuns(uint64_t after, uint64_t upto, CommitCursorCache* cache) {
+  std::lock_guard lock(reader_mu_);
+  sqlite::ReadTransaction txn(reader_);
+  if (!txn.status().ok()) return txn.status();
+  auto runs = SampleStore::ReadCommits(reader_, after, upto, cache);
+  if (!runs.ok()) return runs.status();
+  CommitRuns out;
+  out.runs = std::move(*runs);
+  out.series.reserve(out.runs.size());
+  for (const DecodedRun& run : out.runs) {
+    auto& columns = out.series.emplace_back();
+    columns.reserve(run.layout.series.size());
+    // series_info_ is an unordered_map: its elements stay put.
+    for (int64_t id : run.layout.series) columns.push_back(Series(id));
+  }
   return out;
 }
 

@@ -81,6 +81,15 @@ class HistorySource {
                                                                          int64_t to_us, int64_t bucket_us) = 0;
 };
 
+// Runs of commits as stored, column by column, with each column's series:
+// what remote-write sends without a row per sample.
+struct CommitRuns {
+  std::vector<DecodedRun> runs;
+  // Per run, per series column in layout order: the series (valid as long as
+  // the Store), or null when its row is unreadable.
+  std::vector<std::vector<const SeriesInfo*>> series;
+};
+
 // A collective record as stored, with the commit that stored it.
 struct CollectiveRow {
   v1::CollectiveRecord record;
@@ -150,7 +159,12 @@ class Store final {
                                                      const std::string& counter, int64_t from_us,
                                                      int64_t to_us);
   // Samples of commits in (after, upto], in commit order, with their series.
-  absl::StatusOr<std::vector<SampleRow>> ReadCommits(uint64_t after, uint64_t upto);
+  // With `cache` (one per follower), each stored part is decoded once
+  // across successive reads (SampleStore::ReadCommits).
+  absl::StatusOr<std::vector<SampleRow>> ReadCommits(uint64_t after, uint64_t upto,
+                                                     CommitCursorCache* cache = nullptr);
+  // The same, as runs and columns.
+  absl::StatusOr<CommitRuns> ReadCommitRuns(uint64_t after, uint64_t upto, CommitCursorCache* cache);
   absl::StatusOr<SampleStore::Footprint> MeasureSamples();
   // Compressed bytes and samples of the runs with commits after `commit`.
   struct Backlog {

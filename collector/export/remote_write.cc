@@ -72,52 +72,91 @@ absl::StatusOr<RemoteWriteOptions> ResolveRemoteWrite(const v1::RemoteWriteConfi
   return o;
 }
 
-std::vector<std::pair<prometheus::WriteRequest, uint64_t>> BuildWriteRequests(
-    const std::vector<SampleRow>& rows, const RemoteWriteOptions& options) {
-  std::vector<std::pair<prometheus::WriteRequest, uint64_t>> out;
-  prometheus::WriteRequest request;
-  std::map<std::string, prometheus::TimeSeries*> by_series;
-  size_t samples = 0;
-  uint64_t last_commit = 0;
-  std::string key;
-  auto flush = [&] {
-    if (samples > 0) out.emplace_back(std::move(request), last_commit);
-    request = prometheus::WriteRequest();
-    by_series.clear();
-    samples = 0;
+namespace {
+
+const SeriesOut& OutOf(const SeriesInfo* info, const RemoteWriteOptions& options, SeriesOutCache* cache) {
+  auto [it, added] = cache->try_emplace(info);
+  SeriesOut& out = it->second;
+  if (!added || info == nullptr) return out;
+  if (!options.scopes.empty() && !options.scopes.count(info->scope)) return out;
+  if (!options.counters.empty() && !options.counters.count(info->counter)) return out;
+  const CounterDef* def = FindCounter(info->scope, info->counter);
+  if (def == nullptr || info->scope == v1::SCOPE_COLL) return out;
+  out.send = true;
+  out.scale = MetricScale(*def);
+  out.labels = SeriesLabels(info->scope, info->entity, info->port, info->prio, info->queue);
+  out.labels.emplace_back("__name__", MetricName(*def));
+  for (const auto& extra : options.extra_labels) out.labels.push_back(extra);
+  std::sort(out.labels.begin(), out.labels.end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<prometheus::WriteRequest, uint64_t>> BuildWriteRequests(const CommitRuns& runs,
+                                                                              const RemoteWriteOptions& options,
+                                                                              SeriesOutCache* cache) {
+  // Per run: the columns to send and the entity (timestamp column) of each.
+  struct Columns {
+    std::vector<std::pair<size_t, size_t>> sent;  // (series index, entity index)
+    std::vector<const SeriesOut*> out;
   };
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const SampleRow& row = rows[i];
-    // Split only where a commit ends, so the cursor is exact.
-    if (row.commit != last_commit && samples >= options.max_samples_per_request) flush();
-    last_commit = row.commit;
-    const SeriesInfo& s = row.series;
-    if (!options.scopes.empty() && !options.scopes.count(s.scope)) continue;
-    if (!options.counters.empty() && !options.counters.count(s.counter)) continue;
-    const CounterDef* def = FindCounter(s.scope, s.counter);
-    if (def == nullptr || s.scope == v1::SCOPE_COLL) continue;
-    key.clear();
-    StrAppend(&key, s.scope, "|", s.entity, "|", s.port, "|", s.counter, "|", s.prio, "|", s.queue);
-    prometheus::TimeSeries*& series = by_series[key];
-    if (series == nullptr) {
-      series = request.add_timeseries();
-      std::vector<std::pair<std::string, std::string>> labels =
-          SeriesLabels(s.scope, s.entity, s.port, s.prio, s.queue);
-      labels.emplace_back("__name__", MetricName(*def));
-      for (const auto& extra : options.extra_labels) labels.push_back(extra);
-      std::sort(labels.begin(), labels.end());
-      for (auto& [name, value] : labels) {
-        auto* label = series->add_labels();
-        label->set_name(std::move(name));
-        label->set_value(std::move(value));
+  std::vector<Columns> columns(runs.runs.size());
+  std::map<uint64_t, size_t> per_commit;  // samples each commit sends
+  for (size_t r = 0; r < runs.runs.size(); ++r) {
+    const DecodedRun& run = runs.runs[r];
+    size_t s = 0;
+    for (size_t e = 0; e < run.layout.entities(); ++e) {
+      for (uint32_t k = 0; k < run.layout.entity_sizes[e]; ++k, ++s) {
+        const SeriesOut& out = OutOf(runs.series[r][s], options, cache);
+        if (!out.send) continue;
+        columns[r].sent.emplace_back(s, e);
+        columns[r].out.push_back(&out);
       }
     }
-    auto* sample = series->add_samples();
-    sample->set_value(static_cast<double>(row.value) * MetricScale(*def));
-    sample->set_timestamp(row.ts_us / 1000);
-    ++samples;
+    for (const blocks::Poll& p : run.polls) per_commit[p.commit] += columns[r].sent.size();
   }
-  flush();
+  // Requests end only where a commit ends, so the cursor is exact.
+  std::vector<uint64_t> ends;
+  size_t samples = 0;
+  uint64_t previous = 0;
+  for (const auto& [commit, n] : per_commit) {
+    if (samples > 0 && samples + n > options.max_samples_per_request) {
+      ends.push_back(previous);
+      samples = 0;
+    }
+    samples += n;
+    previous = commit;
+  }
+  if (samples > 0) ends.push_back(per_commit.rbegin()->first);
+  std::vector<std::pair<prometheus::WriteRequest, uint64_t>> out;
+  std::vector<size_t> next(runs.runs.size(), 0);  // per run: the first poll not yet sent
+  for (uint64_t end : ends) {
+    prometheus::WriteRequest request;
+    for (size_t r = 0; r < runs.runs.size(); ++r) {
+      const DecodedRun& run = runs.runs[r];
+      size_t stop = next[r];
+      while (stop < run.polls.size() && run.polls[stop].commit <= end) ++stop;
+      if (stop == next[r]) continue;
+      for (size_t c = 0; c < columns[r].sent.size(); ++c) {
+        const auto [si, ei] = columns[r].sent[c];
+        const SeriesOut& series_out = *columns[r].out[c];
+        auto* series = request.add_timeseries();
+        for (const auto& [name, value] : series_out.labels) {
+          auto* label = series->add_labels();
+          label->set_name(name);
+          label->set_value(value);
+        }
+        for (size_t i = next[r]; i < stop; ++i) {
+          auto* sample = series->add_samples();
+          sample->set_value(static_cast<double>(run.polls[i].value[si]) * series_out.scale);
+          sample->set_timestamp(run.polls[i].ts_us[ei] / 1000);
+        }
+      }
+      next[r] = stop;
+    }
+    if (request.timeseries_size() > 0) out.emplace_back(std::move(request), end);
+  }
   return out;
 }
 
@@ -290,12 +329,20 @@ bool RemoteWriter::Send(const prometheus::WriteRequest& request, size_t samples)
 }
 
 void RemoteWriter::Loop() {
-  constexpr uint64_t kCommitsPerRead = 64;
+  // A read takes every commit since the last, up to commits_per_read_
+  // (at most this many): group commits are small (one per ack round), and
+  // each read costs a query per open run, so reads are also spaced by
+  // kReadEvery while they keep up.
+  constexpr uint64_t kCommitsPerRead = 4096;
+  constexpr auto kReadEvery = std::chrono::milliseconds(200);
   for (;;) {
     {
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, std::chrono::seconds(1),
                    [this] { return stopping_ || committed_.load() > cursor_.load(); });
+      if (stopping_) return;
+      if (committed_.load() - cursor_.load() < commits_per_read_)
+        cv_.wait_for(lock, kReadEvery, [this] { return stopping_; });
       if (stopping_) return;
     }
     const int64_t now = clock_.MonotonicUs();
@@ -304,11 +351,14 @@ void RemoteWriter::Loop() {
       EnforceBound();  // also refreshes the pending and queue gauges
     }
     const uint64_t from = cursor_.load();
-    const uint64_t upto = std::min(committed_.load(), from + kCommitsPerRead);
+    const uint64_t upto = std::min(committed_.load(), from + commits_per_read_);
     if (upto <= from) continue;
-    auto rows = store_.ReadCommits(from, upto);
-    if (!rows.ok()) {
-      LOG_ERROR(kLog, options_.name, ": reading commits ", from + 1, "..", upto, ": ", rows.status().message());
+    if (from != cache_from_) cache_.runs.clear();  // the cursor moved on its own (bound)
+    auto runs = store_.ReadCommitRuns(from, upto, &cache_);
+    if (!runs.ok()) {
+      LOG_ERROR(kLog, options_.name, ": reading commits ", from + 1, "..", upto, ": ", runs.status().message());
+      cache_.runs.clear();
+      cache_from_ = UINT64_MAX;
       if (!SleepFor(1'000'000)) return;
       continue;
     }
@@ -319,6 +369,8 @@ void RemoteWriter::Loop() {
     if (!collectives.ok()) {
       LOG_ERROR(kLog, options_.name, ": reading collective records ", from + 1, "..", upto, ": ",
                 collectives.status().message());
+      cache_.runs.clear();
+      cache_from_ = UINT64_MAX;
       if (!SleepFor(1'000'000)) return;
       continue;
     }
@@ -328,8 +380,19 @@ void RemoteWriter::Loop() {
       if (!Send(request, samples)) return;
     }
     int64_t newest_us = 0;
-    for (const SampleRow& r : *rows) newest_us = std::max(newest_us, r.ts_us);
-    auto requests = BuildWriteRequests(*rows, options_);
+    size_t read_samples = 0;
+    for (const DecodedRun& run : runs->runs) {
+      read_samples += run.polls.size() * run.layout.series.size();
+      for (const blocks::Poll& p : run.polls)
+        for (int64_t ts : p.ts_us) newest_us = std::max(newest_us, ts);
+    }
+    // The next read's span: near kSamplesPerRead samples, so memory stays
+    // bounded however far behind the receiver is.
+    constexpr size_t kSamplesPerRead = 200'000;
+    if (read_samples > 2 * kSamplesPerRead) commits_per_read_ = std::max<uint64_t>(1, commits_per_read_ / 2);
+    else if (read_samples < kSamplesPerRead / 2 && upto - from == commits_per_read_)
+      commits_per_read_ = std::min<uint64_t>(kCommitsPerRead, commits_per_read_ * 2);
+    auto requests = BuildWriteRequests(*runs, options_, &series_out_);
     for (auto& [request, last] : requests) {
       size_t samples = 0;
       for (const auto& ts : request.timeseries()) samples += ts.samples_size();
@@ -339,6 +402,7 @@ void RemoteWriter::Loop() {
     // Commits without samples to send (collectives only, or filtered out)
     // still move the cursor.
     cursor_ = std::max(cursor_.load(), upto);
+    cache_from_ = upto;
     SaveCursor(cursor_);
     if (newest_us > 0) lag_.Set(static_cast<double>(clock_.NowUs() - newest_us) / 1e6);
   }

@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <prometheus/counter.h>
@@ -50,10 +51,21 @@ struct RemoteWriteOptions {
 // Checks and fills defaults. Errors name the offending key.
 absl::StatusOr<RemoteWriteOptions> ResolveRemoteWrite(const v1::RemoteWriteConfig& config);
 
-// Builds the WriteRequests for `rows` (in commit order): at most
-// `max_samples` samples each, split only between commits. Exposed for tests.
+// How each series is sent, worked out once per series: its labels (with
+// __name__ and the extra labels, sorted) and its unit scale, or not at all
+// (filtered out, or not in the vocabulary).
+struct SeriesOut {
+  bool send = false;
+  double scale = 1;
+  std::vector<std::pair<std::string, std::string>> labels;
+};
+using SeriesOutCache = std::unordered_map<const SeriesInfo*, SeriesOut>;
+
+// Builds the WriteRequests for `runs`, column by column: at most
+// `max_samples_per_request` samples each, split only between commits (a
+// commit larger than that is one request). Exposed for tests.
 std::vector<std::pair<prometheus::WriteRequest, uint64_t /*last commit*/>> BuildWriteRequests(
-    const std::vector<SampleRow>& rows, const RemoteWriteOptions& options);
+    const CommitRuns& runs, const RemoteWriteOptions& options, SeriesOutCache* cache);
 
 // The WriteRequests for collective records: per (job, communicator, op,
 // rank) a rocefab_collective_busbw_gbs and a
@@ -100,6 +112,10 @@ class RemoteWriter final {
   prometheus::Gauge& pending_;
   prometheus::Gauge& lag_;
   prometheus::Gauge& queue_bytes_;
+  CommitCursorCache cache_;  // the loop thread's
+  SeriesOutCache series_out_;
+  uint64_t commits_per_read_ = 256;  // adapts to keep a read near kSamplesPerRead
+  uint64_t cache_from_ = 0;  // the read the cache follows on from
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

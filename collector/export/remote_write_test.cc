@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <map>
 
 namespace rocefab::collector {
@@ -21,6 +22,37 @@ SampleRow Row(v1::Scope scope, const std::string& entity, const std::string& cou
   return r;
 }
 
+// Stored rows as runs: one run of one series and one poll each.
+struct Runs {
+  std::deque<SeriesInfo> infos;
+  CommitRuns runs;
+  explicit Runs(const std::vector<SampleRow>& rows) {
+    for (const SampleRow& row : rows) {
+      infos.push_back(row.series);
+      DecodedRun run;
+      run.layout.entity_sizes = {1};
+      run.layout.series = {static_cast<int64_t>(infos.size())};
+      run.layout.gauge = {0};
+      blocks::Poll p;
+      p.commit = row.commit;
+      p.ts_us = {row.ts_us};
+      p.value = {row.value};
+      p.delta = {0};
+      p.flags = {0};
+      run.polls.push_back(p);
+      runs.runs.push_back(std::move(run));
+      runs.series.push_back({&infos.back()});
+    }
+  }
+};
+
+std::vector<std::pair<prometheus::WriteRequest, uint64_t>> Build(const std::vector<SampleRow>& rows,
+                                                                 const RemoteWriteOptions& options) {
+  Runs runs(rows);
+  SeriesOutCache cache;
+  return BuildWriteRequests(runs.runs, options, &cache);
+}
+
 std::map<std::string, std::string> Labels(const prometheus::TimeSeries& ts) {
   std::map<std::string, std::string> out;
   for (const auto& l : ts.labels()) out[l.name()] = l.value();
@@ -30,7 +62,7 @@ std::map<std::string, std::string> Labels(const prometheus::TimeSeries& ts) {
 TEST(RemoteWrite, SeriesCarryTheDocumentedNamesLabelsAndUnits) {
   RemoteWriteOptions options;
   options.extra_labels = {{"cluster", "a"}};
-  auto requests = BuildWriteRequests({Row(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 2'500'000, 1, 3),
+  auto requests = Build({Row(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 2'500'000, 1, 3),
                                       Row(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "rx_bytes", 42, 1),
                                       Row(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "not_a_counter", 1, 1)},
                                      options);
@@ -62,12 +94,12 @@ TEST(RemoteWrite, RequestsSplitOnlyBetweenCommitsAndFiltersApply) {
   std::vector<SampleRow> rows;
   for (uint64_t commit = 1; commit <= 3; ++commit)
     for (int i = 0; i < 3; ++i) rows.push_back(Row(v1::SCOPE_NIC, "h/mlx5_0", "rx_bytes", commit * 10 + i, commit));
-  auto requests = BuildWriteRequests(rows, options);
+  auto requests = Build(rows, options);
   ASSERT_EQ(requests.size(), 3u) << "three samples of one commit stay together past the limit";
   for (size_t i = 0; i < requests.size(); ++i) EXPECT_EQ(requests[i].second, i + 1);
   options.scopes = {v1::SCOPE_PORT};
   size_t samples = 0;
-  for (const auto& [request, last] : BuildWriteRequests(rows, options))
+  for (const auto& [request, last] : Build(rows, options))
     for (const auto& ts : request.timeseries()) samples += ts.samples_size();
   EXPECT_EQ(samples, 0u);
 }

@@ -546,16 +546,83 @@ absl::StatusOr<std::optional<DecodedRun>> SampleStore::ReadNewestHolding(
   return std::optional<DecodedRun>();
 }
 
-absl::StatusOr<std::vector<DecodedRun>> SampleStore::ReadCommits(sqlite3* db, uint64_t after,
-                                                                 uint64_t upto) {
+absl::StatusOr<std::vector<DecodedRun>> SampleStore::ReadCommits(sqlite3* db, uint64_t after, uint64_t upto,
+                                                                 CommitCursorCache* cache) {
+  if (cache == nullptr) {
+    sqlite::Stmt runs(db,
+                      "SELECT id, agent_id, layout FROM runs WHERE last_commit > ?1 AND "
+                      "first_commit <= ?2 ORDER BY first_commit, id");
+    runs.Bind(1, ToDb(after)).Bind(2, ToDb(upto));
+    auto out = ReadSelected(db, runs);
+    if (!out.ok()) return out.status();
+    for (DecodedRun& run : *out)
+      std::erase_if(run.polls, [&](const blocks::Poll& p) { return p.commit <= after || p.commit > upto; });
+    return out;
+  }
   sqlite::Stmt runs(db,
-                    "SELECT id, agent_id, layout FROM runs WHERE last_commit > ?1 AND "
+                    "SELECT id, agent_id, layout, sealed FROM runs WHERE last_commit > ?1 AND "
                     "first_commit <= ?2 ORDER BY first_commit, id");
   runs.Bind(1, ToDb(after)).Bind(2, ToDb(upto));
-  auto out = ReadSelected(db, runs);
-  if (!out.ok()) return out.status();
-  for (DecodedRun& run : *out)
-    std::erase_if(run.polls, [&](const blocks::Poll& p) { return p.commit <= after || p.commit > upto; });
+  sqlite::Stmt parts(db, "SELECT part, data FROM parts WHERE run_id = ?1 AND part >= ?2 ORDER BY part");
+  std::vector<DecodedRun> out;
+  std::unordered_map<int64_t, CommitCursorCache::Run> kept;
+  for (;;) {
+    auto row = runs.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    const int64_t id = runs.Int(0);
+    const bool sealed = runs.Int(3) != 0;
+    auto found = cache->runs.find(id);
+    CommitCursorCache::Run entry;
+    if (found != cache->runs.end() && found->second.sealed == sealed) {
+      entry = std::move(found->second);
+    } else {
+      // New to this follower, or sealed since (its parts became one): from
+      // the start, which repeats polls already read; the commit filter drops
+      // them.
+      auto raw = blocks::Decompress(runs.Blob(2));
+      if (!raw.ok()) return raw.status();
+      auto layout = blocks::Layout::Decode(*raw);
+      if (!layout.ok()) return layout.status();
+      entry.agent_id = runs.Text(1);
+      entry.layout = std::move(*layout);
+      entry.state = blocks::ChainState(entry.layout);
+      entry.sealed = sealed;
+    }
+    parts.Bind(1, id).Bind(2, entry.next_part);
+    absl::Status damaged;
+    for (;;) {
+      auto part = parts.Step();
+      if (!part.ok()) return part.status();
+      if (!*part) break;
+      auto raw = blocks::Decompress(parts.Blob(1));
+      if (raw.ok()) damaged = blocks::DecodeColumns(entry.layout, *raw, entry.state, &entry.ahead);
+      else damaged = raw.status();
+      if (!damaged.ok()) break;
+      entry.next_part = parts.Int(0) + 1;
+      ++cache->parts_decoded;
+    }
+    if (!damaged.ok()) {
+      // One damaged run must not hide every other: skip it, loudly.
+      LOG_ERROR(kLog, "skipping unreadable sample run ", id, ": ", damaged.message());
+      continue;
+    }
+    DecodedRun run;
+    run.run_id = id;
+    run.agent_id = entry.agent_id;
+    run.layout = entry.layout;
+    std::vector<blocks::Poll> later;
+    for (blocks::Poll& p : entry.ahead) {
+      if (p.commit <= after) continue;
+      if (p.commit <= upto) run.polls.push_back(std::move(p));
+      else later.push_back(std::move(p));
+    }
+    entry.ahead = std::move(later);
+    out.push_back(std::move(run));
+    kept.emplace(id, std::move(entry));
+  }
+  // Runs the read did not select have nothing left to follow.
+  cache->runs = std::move(kept);
   return out;
 }
 

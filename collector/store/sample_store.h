@@ -51,6 +51,25 @@ struct DecodedRun {
   std::vector<blocks::Poll> polls;
 };
 
+// What a reader that follows the store commit by commit (remote-write)
+// keeps between reads, so that each stored part is decompressed and decoded
+// once, not once per read of a run it belongs to: per run still being
+// followed, its layout, the chain state after the parts decoded so far, and
+// the decoded polls of commits not yet asked for. One per follower; not
+// thread-safe.
+struct CommitCursorCache {
+  struct Run {
+    std::string agent_id;
+    blocks::Layout layout;
+    blocks::ChainState state;
+    int64_t next_part = 0;
+    bool sealed = false;
+    std::vector<blocks::Poll> ahead;  // decoded, commits above the last read
+  };
+  std::unordered_map<int64_t, Run> runs;
+  uint64_t parts_decoded = 0;  // for tests and metrics
+};
+
 struct SampleStoreOptions {
   // A run is sealed once its parts hold this many bytes, so that a sealed
   // run fills several pages of the file (a blob's last page is half empty on
@@ -160,8 +179,10 @@ CREATE INDEX IF NOT EXISTS parts_by_run ON parts(run_id, part);
       sqlite3* db, const std::string& agent, int64_t before_us, const std::set<int64_t>& series,
       int max_runs);
   // Runs with polls of commits in (after, upto], ordered by first commit.
-  static absl::StatusOr<std::vector<DecodedRun>> ReadCommits(sqlite3* db, uint64_t after,
-                                                             uint64_t upto);
+  // With `cache`, reads follow on from the previous read through it (the
+  // next read's `after` must be this one's `upto`, or the cache is reset).
+  static absl::StatusOr<std::vector<DecodedRun>> ReadCommits(sqlite3* db, uint64_t after, uint64_t upto,
+                                                             CommitCursorCache* cache = nullptr);
   static absl::StatusOr<SeriesInfo> ReadSeries(sqlite3* db, int64_t id);
   // A series row's (scope, entity, port, counter, prio, queue, kind) from
   // column `first` on.
