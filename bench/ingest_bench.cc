@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -230,9 +231,9 @@ class AgentStream final : public grpc::ClientBidiReactor<v1::TelemetryBatch, v1:
       std::lock_guard lock(mu_);
       auto it = sent_at_.find(ack_.seq());
       if (it != sent_at_.end()) {
-        latencies_us_.push_back(std::chrono::duration_cast<std::chrono::microseconds>(
-                                    Clock::now() - it->second)
-                                    .count());
+        const auto now = Clock::now();
+        latencies_us_.push_back(std::chrono::duration_cast<std::chrono::microseconds>(now - it->second).count());
+        acked_at_.push_back(now);
         sent_at_.erase(it);
       }
       if (ack_.status() == v1::ACK_STATUS_STORED) acked_samples_ += samples_per_batch();
@@ -258,6 +259,7 @@ class AgentStream final : public grpc::ClientBidiReactor<v1::TelemetryBatch, v1:
   uint64_t sent_samples() const { return sent_batches_ * samples_per_batch(); }
   uint64_t acked_samples() const { return acked_samples_; }
   std::vector<int64_t>& latencies() { return latencies_us_; }
+  const std::vector<Clock::time_point>& acked_at() const { return acked_at_; }
 
  private:
   void MaybeWriteLocked() {
@@ -305,6 +307,7 @@ class AgentStream final : public grpc::ClientBidiReactor<v1::TelemetryBatch, v1:
   bool writing_ = false, stopping_ = false, done_writing_ = false, finished_ = false;
   std::map<uint64_t, Clock::time_point> sent_at_;
   std::vector<int64_t> latencies_us_;
+  std::vector<Clock::time_point> acked_at_;
   grpc::Status status_;
 };
 
@@ -393,6 +396,17 @@ Result RunCollector(const Options& o, const std::string& dir, const std::string&
     latencies.insert(latencies.end(), s->latencies().begin(), s->latencies().end());
   }
   r.lost = sent - r.samples;
+  {
+    // Ack p99 per 10 s of the run, to see when the tail happens.
+    std::map<int64_t, std::vector<int64_t>> windows;
+    for (auto& s : streams)
+      for (size_t i = 0; i < s->acked_at().size(); ++i)
+        windows[std::chrono::duration_cast<std::chrono::seconds>(s->acked_at()[i] - start).count() / 10].push_back(
+            s->latencies()[i]);
+    std::cerr << "collector: ack p99 per 10 s:";
+    for (auto& [w, v] : windows) std::cerr << " " << w * 10 << "s=" << Percentile(v, 0.99) << "ms";
+    std::cerr << "\n";
+  }
   r.ack_p50_ms = Percentile(latencies, 0.5);
   r.ack_p99_ms = Percentile(latencies, 0.99);
   if (auto body = testing::HttpGet(metrics, "/metrics")) {
