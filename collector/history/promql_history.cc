@@ -71,6 +71,32 @@ bool SeriesOf(const nlohmann::json& metric, SeriesInfo* info) {
   return true;
 }
 
+// The result array of a successful matrix answer.
+absl::StatusOr<nlohmann::json> MatrixResult(std::string_view body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return absl::DataLossError("history: the response is not JSON");
+  if (j.value("status", "") != "success") {
+    const std::string error = j.contains("error") && j["error"].is_string() ? j["error"].get<std::string>() : "";
+    return absl::UnavailableError(StrCat("history: the query failed: ", error.empty() ? "no status" : error));
+  }
+  auto data = j.find("data");
+  if (data == j.end() || !data->is_object() || data->value("resultType", "") != "matrix" ||
+      !data->contains("result") || !(*data)["result"].is_array())
+    return absl::DataLossError("history: expected a matrix result");
+  return std::move((*data)["result"]);
+}
+
+// One [ <unix seconds>, "<value>" ] point: finite, at a plausible time.
+bool ParsePoint(const nlohmann::json& point, double* ts, double* value) {
+  if (!point.is_array() || point.size() != 2 || !point[0].is_number() || !point[1].is_string()) return false;
+  const std::string& text = point[1].get_ref<const std::string&>();
+  char* end = nullptr;
+  *value = std::strtod(text.c_str(), &end);
+  *ts = point[0].get<double>();
+  return end != text.c_str() && *end == '\0' && std::isfinite(*value) && std::isfinite(*ts) && *ts >= 0 &&
+         *ts <= 1e11;
+}
+
 std::string Quote(const std::string& value) {
   std::string out = "\"";
   for (char c : value) {
@@ -104,18 +130,10 @@ absl::StatusOr<HistoryOptions> ResolveHistory(const v1::HistoryConfig& config) {
 }
 
 absl::StatusOr<std::vector<SampleRow>> ParseMatrix(std::string_view body, uint64_t* skipped) {
-  const auto j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return absl::DataLossError("history: the response is not JSON");
-  if (j.value("status", "") != "success") {
-    const std::string error = j.contains("error") && j["error"].is_string() ? j["error"].get<std::string>() : "";
-    return absl::UnavailableError(StrCat("history: the query failed: ", error.empty() ? "no status" : error));
-  }
-  const auto data = j.find("data");
-  if (data == j.end() || !data->is_object() || data->value("resultType", "") != "matrix" ||
-      !data->contains("result") || !(*data)["result"].is_array())
-    return absl::DataLossError("history: expected a matrix result");
+  auto result = MatrixResult(body);
+  if (!result.ok()) return result.status();
   std::vector<SampleRow> out;
-  for (const auto& series : (*data)["result"]) {
+  for (const auto& series : *result) {
     SeriesInfo info;
     if (!series.is_object() || !SeriesOf(series.value("metric", nlohmann::json()), &info) ||
         !series.contains("values") || !series["values"].is_array()) {
@@ -125,17 +143,8 @@ absl::StatusOr<std::vector<SampleRow>> ParseMatrix(std::string_view body, uint64
     const CounterDef* def = FindCounter(info.scope, info.counter);
     const double scale = MetricScale(*def);
     for (const auto& point : series["values"]) {
-      // [ <unix seconds, float>, "<value>" ]
-      if (!point.is_array() || point.size() != 2 || !point[0].is_number() || !point[1].is_string()) {
-        ++*skipped;
-        continue;
-      }
-      char* end = nullptr;
-      const std::string& text = point[1].get_ref<const std::string&>();
-      const double v = std::strtod(text.c_str(), &end);
-      const double ts = point[0].get<double>();
-      if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v < 0 || !std::isfinite(ts) || ts < 0 ||
-          ts > 1e11) {
+      double ts = 0, v = 0;
+      if (!ParsePoint(point, &ts, &v) || v < 0) {
         ++*skipped;
         continue;
       }
@@ -152,18 +161,10 @@ absl::StatusOr<std::vector<SampleRow>> ParseMatrix(std::string_view body, uint64
 
 absl::StatusOr<std::map<std::pair<int64_t, std::string>, double>> ParseOpMatrix(std::string_view body,
                                                                                  uint64_t* skipped) {
-  const auto j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return absl::DataLossError("history: the response is not JSON");
-  if (j.value("status", "") != "success") {
-    const std::string error = j.contains("error") && j["error"].is_string() ? j["error"].get<std::string>() : "";
-    return absl::UnavailableError(StrCat("history: the query failed: ", error.empty() ? "no status" : error));
-  }
-  const auto data = j.find("data");
-  if (data == j.end() || !data->is_object() || data->value("resultType", "") != "matrix" ||
-      !data->contains("result") || !(*data)["result"].is_array())
-    return absl::DataLossError("history: expected a matrix result");
+  auto result = MatrixResult(body);
+  if (!result.ok()) return result.status();
   std::map<std::pair<int64_t, std::string>, double> out;
-  for (const auto& series : (*data)["result"]) {
+  for (const auto& series : *result) {
     const std::string op = series.is_object() && series.contains("metric") && series["metric"].is_object()
                                ? Label(series["metric"], "op")
                                : std::string();
@@ -172,15 +173,8 @@ absl::StatusOr<std::map<std::pair<int64_t, std::string>, double>> ParseOpMatrix(
       continue;
     }
     for (const auto& point : series["values"]) {
-      if (!point.is_array() || point.size() != 2 || !point[0].is_number() || !point[1].is_string()) {
-        ++*skipped;
-        continue;
-      }
-      const std::string& text = point[1].get_ref<const std::string&>();
-      char* end = nullptr;
-      const double v = std::strtod(text.c_str(), &end);
-      const double ts = point[0].get<double>();
-      if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || !std::isfinite(ts) || ts < 0 || ts > 1e11) {
+      double ts = 0, v = 0;
+      if (!ParsePoint(point, &ts, &v)) {
         ++*skipped;
         continue;
       }
