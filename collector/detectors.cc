@@ -180,19 +180,38 @@ double Detectors::IntervalUs(const EntityState& e) const {
   return static_cast<double>(std::max<int64_t>(1, e.ts_us - e.prev_ts_us));
 }
 
-const Detectors::Reading* Detectors::Find(const EntityState& e, const std::string& key) const {
-  auto it = e.series.find(key);
-  return it == e.series.end() ? nullptr : &it->second;
+const Detectors::Reading* Detectors::Find(const EntityState& e, std::string_view key) const {
+  static const Reading kUnknown{};
+  auto id = key_ids_.find(key);
+  if (id == key_ids_.end()) id = key_ids_.emplace(std::string(key), key_ids_.size()).first;
+  if (e.memo_ts != e.ts_us) {
+    e.memo.assign(key_ids_.size(), &kUnknown);
+    e.memo_ts = e.ts_us;
+  } else if (e.memo.size() < key_ids_.size()) {
+    e.memo.resize(key_ids_.size(), &kUnknown);
+  }
+  const Reading*& memo = e.memo[id->second];
+  if (memo == &kUnknown) {
+    auto it = e.series.find(id->first);
+    memo = it == e.series.end() ? nullptr : &it->second;
+  }
+  return memo;
 }
 
-double Detectors::Delta(const EntityState& e, const std::string& key) const {
+double Detectors::Delta(const EntityState& e, std::string_view key) const {
   const Reading* r = Find(e, key);
   return r != nullptr && r->has_delta ? r->delta : 0;
 }
 
 double Detectors::LosslessDelta(const EntityState& e, const char* counter) const {
+  auto it = lossless_keys_.find(std::string_view(counter));
+  if (it == lossless_keys_.end()) {
+    std::vector<std::string> keys;
+    for (uint32_t p : s_.lossless_priorities) keys.push_back(StrCat(counter, "#", p));
+    it = lossless_keys_.emplace(counter, std::move(keys)).first;
+  }
   double sum = 0;
-  for (uint32_t p : s_.lossless_priorities) sum += Delta(e, StrCat(counter, "#", p));
+  for (const std::string& key : it->second) sum += Delta(e, key);
   return sum;
 }
 

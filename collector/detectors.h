@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <string_view>
 #include <memory>
 #include <set>
 #include <string>
@@ -117,6 +118,10 @@ class Detectors final {
       Reading* slot;  // into `series`, whose nodes stay put
     };
     std::vector<ShapeEntry> shape;  // the last reading's series, in order
+    // Find's answers for this reading, by interned key (a scan every 100 ms
+    // then reads one small array, not the series map).
+    mutable std::vector<const Reading*> memo;
+    mutable int64_t memo_ts = -1;
     double max_rate = 0;         // highest link speed seen
     std::deque<int64_t> downs;   // when the link went down
   };
@@ -168,14 +173,22 @@ class Detectors final {
   // Helpers over one entity's latest interval.
   bool Fresh(const EntityState& e, int64_t now_us) const;
   double IntervalUs(const EntityState& e) const;
-  double Delta(const EntityState& e, const std::string& key) const;
+  double Delta(const EntityState& e, std::string_view key) const;
   double LosslessDelta(const EntityState& e, const char* counter) const;
-  const Reading* Find(const EntityState& e, const std::string& key) const;
+  const Reading* Find(const EntityState& e, std::string_view key) const;
   // Evidence of `counter` on `e`, counting its delta once per reading.
   v1::Evidence Ev(const EntityState& e, const std::string& counter, double delta, double rate,
                   std::string note = "") const;
 
   DetectorSettings s_;
+  // Keys Find was asked for, interned (observer thread only, as all
+  // detection is).
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view key) const { return std::hash<std::string_view>()(key); }
+  };
+  mutable std::unordered_map<std::string, size_t, KeyHash, std::equal_to<>> key_ids_;
+  mutable std::map<std::string, std::vector<std::string>, std::less<>> lossless_keys_;
   std::unordered_map<std::string, EntityState> entities_;  // scope char + entity
   std::string key_;  // reused by Observe
   std::map<std::string, JobState> jobs_;
