@@ -33,6 +33,12 @@ CollectorMetrics::CollectorMetrics(prometheus::Registry& registry)
                            .Help("Samples dropped because their counter is not in the vocabulary")
                            .Register(registry)
                            .Add({})),
+      collectives_dropped(prometheus::BuildCounter()
+                              .Name("rocefab_collector_collectives_dropped_total")
+                              .Help("NCCL collective records dropped as malformed (over-long names, NaN "
+                                    "timing); the rest of their batch is stored")
+                              .Register(registry)
+                              .Add({})),
       store_errors(prometheus::BuildCounter()
                        .Name("rocefab_collector_store_errors_total")
                        .Help("Failed store transactions (their batches were not acked)")

@@ -17,6 +17,7 @@ struct CollectorMetrics {
   prometheus::Counter& batches_rejected;
   prometheus::Counter& samples_stored;
   prometheus::Counter& samples_rejected;
+  prometheus::Counter& collectives_dropped;
   prometheus::Counter& store_errors;
   prometheus::Counter& commits;
   prometheus::Counter& pruned_rows;

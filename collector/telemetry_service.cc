@@ -33,6 +33,14 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
       MaybeFinishLocked(lock);
       return;
     }
+    // A bad collective record costs itself, not the batch (and the NIC
+    // counters in it): it is dropped and counted.
+    std::string dropped_why;
+    if (const size_t dropped = DropBadCollectives(&incoming_, &dropped_why); dropped > 0) {
+      metrics_.collectives_dropped.Increment(static_cast<double>(dropped));
+      LOG_WARN(kLog, "dropped ", dropped, " collective record(s) of batch seq ", incoming_.seq(), " from ", peer_,
+               ": ", dropped_why);
+    }
     std::string error = ValidateBatch(incoming_);
     if (error.empty() && !agent_id_.empty() &&
         (incoming_.agent_id() != agent_id_ || incoming_.agent_boot_id() != boot_id_))
@@ -204,14 +212,35 @@ std::string ValidateBatch(const v1::TelemetryBatch& batch) {
         return StrCat("counter ", sample.counter(), ": prio ", sample.prio(), " is not 0-7");
     }
   }
-  for (const auto& record : batch.collectives()) {
-    if (record.job().size() > 128 || record.comm().size() > 64 || record.host().size() > 253 ||
-        record.op().empty() || record.op().size() > 32)
-      return "a collective record has an empty op or an over-long job, comm, host or op";
-    if (!(record.exec_time_us() >= 0) || !(record.busbw_gbs() >= 0) || !(record.algbw_gbs() >= 0))
-      return StrCat("collective record ", record.op(), " #", record.seq(), " has negative or NaN timing");
-  }
+  for (const auto& record : batch.collectives())
+    if (std::string why = CollectiveProblem(record); !why.empty()) return why;
   return "";
+}
+
+std::string CollectiveProblem(const v1::CollectiveRecord& record) {
+  if (record.job().size() > 128 || record.comm().size() > 64 || record.host().size() > 253 ||
+      record.op().empty() || record.op().size() > 32)
+    return "a collective record has an empty op or an over-long job, comm, host or op";
+  if (!(record.exec_time_us() >= 0) || !(record.busbw_gbs() >= 0) || !(record.algbw_gbs() >= 0))
+    return StrCat("collective record ", record.op(), " #", record.seq(), " has negative or NaN timing");
+  return "";
+}
+
+size_t DropBadCollectives(v1::TelemetryBatch* batch, std::string* first_problem) {
+  auto* records = batch->mutable_collectives();
+  const int before = records->size();
+  int kept = 0;
+  for (int i = 0; i < before; ++i) {
+    std::string why = CollectiveProblem(records->Get(i));
+    if (!why.empty()) {
+      if (first_problem->empty()) *first_problem = std::move(why);
+      continue;
+    }
+    if (kept != i) records->SwapElements(kept, i);
+    ++kept;
+  }
+  records->DeleteSubrange(kept, before - kept);
+  return static_cast<size_t>(before - kept);
 }
 
 void AgentRegistry::Connected(const std::string& agent_id) {

@@ -32,6 +32,11 @@ class AgentRegistry final {
 // Checks what the agent sent before it reaches the store. Empty when valid,
 // else the reason for ACK_STATUS_REJECTED.
 std::string ValidateBatch(const v1::TelemetryBatch& batch);
+// Why a collective record cannot be stored, or empty.
+std::string CollectiveProblem(const v1::CollectiveRecord& record);
+// Removes the collective records that cannot be stored, keeping the rest in
+// order; returns how many went, and the first one's reason.
+size_t DropBadCollectives(v1::TelemetryBatch* batch, std::string* first_problem);
 
 class TelemetryService final : public v1::Telemetry::CallbackService {
  public:

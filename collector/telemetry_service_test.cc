@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <grpcpp/generic/generic_stub.h>
 
 #include "collector/latest_values.h"
@@ -56,6 +58,28 @@ TEST(ValidateBatch, AcceptsValidAndNamesWhatIsWrong) {
   b = ValidBatch(1);
   b.mutable_entities(0)->clear_entity();
   EXPECT_NE(ValidateBatch(b), "");
+}
+
+// One malformed NCCL record (an over-long job name, NaN timing) costs itself,
+// not the host's batch: the NIC counters and the good records are stored.
+TEST(ValidateBatch, ABadCollectiveRecordIsDroppedNotTheBatch) {
+  v1::TelemetryBatch b = ValidBatch(1);
+  for (int i = 0; i < 4; ++i) {
+    auto* r = b.add_collectives();
+    r->set_job(i == 1 ? std::string(300, 'j') : "4711");
+    r->set_op("AllReduce");
+    r->set_seq(static_cast<uint64_t>(i));
+    r->set_busbw_gbs(i == 2 ? std::nan("") : 100);
+  }
+  EXPECT_NE(ValidateBatch(b), "") << "as sent, the batch would be refused";
+  std::string why;
+  EXPECT_EQ(DropBadCollectives(&b, &why), 2u);
+  EXPECT_NE(why.find("over-long job"), std::string::npos) << why;
+  EXPECT_EQ(ValidateBatch(b), "");
+  ASSERT_EQ(b.collectives_size(), 2);
+  EXPECT_EQ(b.collectives(0).seq(), 0u);
+  EXPECT_EQ(b.collectives(1).seq(), 3u) << "the good records keep their order";
+  EXPECT_EQ(b.entities_size(), 1) << "the NIC counters stay";
 }
 
 // A collector in this process: store, ingester and services on port 0.
