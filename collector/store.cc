@@ -606,12 +606,11 @@ absl::StatusOr<std::vector<SampleRow>> Store::ReadSamples(const std::string& ent
   return out;
 }
 
-absl::StatusOr<std::vector<SampleRow>> Store::ReadCommits(uint64_t after, uint64_t upto,
-                                                          CommitCursorCache* cache) {
+absl::StatusOr<std::vector<SampleRow>> Store::ReadCommits(uint64_t after, uint64_t upto) {
   std::lock_guard lock(reader_mu_);
   sqlite::ReadTransaction txn(reader_);
   if (!txn.status().ok()) return txn.status();
-  auto runs = SampleStore::ReadCommits(reader_, after, upto, cache);
+  auto runs = SampleStore::ReadCommits(reader_, after, upto);
   if (!runs.ok()) return runs.status();
   std::vector<SampleRow> out;
   if (auto s = AppendRows(*runs, "", "", INT64_MIN, INT64_MAX, &out); !s.ok()) return s;
@@ -801,6 +800,10 @@ ORDER BY entity, port, counter, prio, queue)sql");
     if (!older.ok()) return older.status();
     if (older->has_value()) fold(**older, false);
   }
+  std::map<int64_t, SeriesInfo> remote_only;
+  auto info_of = [&](int64_t id) -> const SeriesInfo& {
+    return id < 0 ? remote_only.at(id) : series_info_.at(id);
+  };
   // History: the part of the window older than anything the local store
   // holds for the host comes from the TSDB, and is folded in before the
   // local samples.
@@ -825,12 +828,13 @@ WHERE r.agent_id IN (SELECT agent_id FROM entity_agents WHERE entity >= ?1 || '/
                                 local_from == INT64_MAX ? std::string("now") : StrCat(local_from / 1'000'000, " (Unix s)"),
                                 " read from the history TSDB"));
       if (!older.ok()) older = std::vector<SampleRow>();
-      // Series ids by key; series only the TSDB knows get ids below zero.
+      // Series ids by key; series only the TSDB knows get ids below zero,
+      // kept in `remote_only` (not in the reader's series cache).
       auto key_of = [](const SeriesInfo& i) {
         return std::make_tuple(static_cast<int>(i.scope), i.entity, i.port, i.counter, i.prio, i.queue);
       };
       std::map<decltype(key_of(SeriesInfo())), int64_t> by_key;
-      for (int64_t id : ids) by_key.emplace(key_of(series_info_.at(id)), id);
+      for (int64_t id : ids) by_key.emplace(key_of(info_of(id)), id);
       int64_t next_remote = -1;
       std::map<int64_t, std::vector<const SampleRow*>> groups;
       for (const SampleRow& r : *older) {
@@ -842,7 +846,7 @@ WHERE r.agent_id IN (SELECT agent_id FROM entity_agents WHERE entity >= ?1 || '/
           continue;
         auto [it, added] = by_key.try_emplace(key_of(info), next_remote);
         if (added) {
-          series_info_[next_remote] = info;
+          remote_only.emplace(next_remote, info);
           ids.push_back(next_remote--);
         }
         groups[it->second].push_back(&r);
@@ -875,7 +879,7 @@ WHERE r.agent_id IN (SELECT agent_id FROM entity_agents WHERE entity >= ?1 || '/
       // Remote-only series sort in with the rest.
       // (The series query's order: entity, port, counter, prio, queue.)
       std::sort(ids.begin(), ids.end(), [&](int64_t x, int64_t y) {
-        const SeriesInfo &a = series_info_.at(x), &b = series_info_.at(y);
+        const SeriesInfo &a = info_of(x), &b = info_of(y);
         return std::tie(a.entity, a.port, a.counter, a.prio, a.queue, a.scope) <
                std::tie(b.entity, b.port, b.counter, b.prio, b.queue, b.scope);
       });
@@ -885,7 +889,7 @@ WHERE r.agent_id IN (SELECT agent_id FROM entity_agents WHERE entity >= ?1 || '/
   for (int64_t id : ids) {
     auto it = acc.find(id);
     if (it == acc.end()) continue;  // pruned away
-    const SeriesInfo& info = series_info_.at(id);
+    const SeriesInfo& info = info_of(id);
     const Acc& a = it->second;
     v1::CounterRow row;
     row.set_scope(info.scope);

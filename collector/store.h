@@ -159,11 +159,9 @@ class Store final {
                                                      const std::string& counter, int64_t from_us,
                                                      int64_t to_us);
   // Samples of commits in (after, upto], in commit order, with their series.
-  // With `cache` (one per follower), each stored part is decoded once
-  // across successive reads (SampleStore::ReadCommits).
-  absl::StatusOr<std::vector<SampleRow>> ReadCommits(uint64_t after, uint64_t upto,
-                                                     CommitCursorCache* cache = nullptr);
-  // The same, as runs and columns.
+  absl::StatusOr<std::vector<SampleRow>> ReadCommits(uint64_t after, uint64_t upto);
+  // The same, as runs and columns. With `cache` (one per follower), each
+  // stored part is decoded once across successive reads.
   absl::StatusOr<CommitRuns> ReadCommitRuns(uint64_t after, uint64_t upto, CommitCursorCache* cache);
   absl::StatusOr<SampleStore::Footprint> MeasureSamples();
   // Compressed bytes and samples of the runs with commits after `commit`.
