@@ -18,6 +18,57 @@ absl::Status ApplyLogLevel(const std::string& level) {
   return absl::OkStatus();
 }
 
+void AddSecurityFlags(CLI::App& app, SecurityFlags* flags, bool serves_rpcs) {
+  app.add_option("--tls-ca", flags->ca, "CA file (PEM) that signs every peer: mutual TLS");
+  app.add_option("--tls-cert", flags->cert, "this daemon's certificate (PEM); its CN is its identity");
+  app.add_option("--tls-key", flags->key, "this daemon's private key (PEM)");
+  app.add_flag("--insecure", flags->insecure,
+               "plaintext, with no authentication or authorization (tests on a closed host only)");
+  if (serves_rpcs)
+    app.add_option("--grant", flags->grants,
+                   "ROLE=IDENTITY[,IDENTITY...]: add identities to a role (viewer, operator, admin, "
+                   "controller, agent); repeatable, adds to the config's authorization block");
+}
+
+absl::Status ResolveSecurity(const SecurityFlags& flags, bool config_has_tls, v1::TlsSettings* tls,
+                             v1::AuthorizationConfig* authorization) {
+  if (!flags.ca.empty()) tls->set_ca(flags.ca);
+  if (!flags.cert.empty()) tls->set_cert(flags.cert);
+  if (!flags.key.empty()) tls->set_key(flags.key);
+  const bool tls_set = !tls->ca().empty() || !tls->cert().empty() || !tls->key().empty();
+  if (tls_set && flags.insecure)
+    return absl::InvalidArgumentError("--insecure contradicts the TLS files given; choose one");
+  if (!tls_set && !flags.insecure && !config_has_tls)
+    return absl::InvalidArgumentError(
+        "no TLS configured: give --tls-ca, --tls-cert and --tls-key (or a tls: block), or choose "
+        "plaintext explicitly with --insecure or `tls: {}` (docs/security.md)");
+  if (!tls_set)
+    LOG_WARN("security", "plaintext: peers are not authenticated and every RPC is allowed");
+  for (const std::string& grant : flags.grants) {
+    const size_t eq = grant.find('=');
+    const std::string role = grant.substr(0, eq);
+    google::protobuf::RepeatedPtrField<std::string>* list =
+        role == "viewer"       ? authorization->mutable_viewer()
+        : role == "operator"   ? authorization->mutable_operator_()
+        : role == "admin"      ? authorization->mutable_admin()
+        : role == "controller" ? authorization->mutable_controller()
+        : role == "agent"      ? authorization->mutable_agent()
+                               : nullptr;
+    if (eq == std::string::npos || list == nullptr || eq + 1 >= grant.size())
+      return absl::InvalidArgumentError(StrCat(
+          "--grant '", grant, "': expected ROLE=IDENTITY[,IDENTITY...] with ROLE one of viewer, "
+          "operator, admin, controller, agent"));
+    size_t start = eq + 1;
+    while (start <= grant.size()) {
+      size_t comma = grant.find(',', start);
+      if (comma == std::string::npos) comma = grant.size();
+      if (comma > start) list->Add(grant.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status LoadConfigIfGiven(const std::string& path, google::protobuf::Message* config) {
   if (path.empty()) return absl::OkStatus();
   return LoadYamlConfigFile(path, config);

@@ -5,12 +5,14 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "absl/status/statusor.h"
 #include "google/protobuf/duration.pb.h"
 #include "google/protobuf/message.h"
+#include "rocefab/v1/config.pb.h"
 
 namespace rocefab {
 
@@ -28,6 +30,21 @@ int64_t DurationToUs(const google::protobuf::Duration& duration);
 absl::StatusOr<int64_t> ResolveDurationUs(std::string_view flag_name, bool flag_given,
                                           const std::string& flag_text, bool config_has,
                                           const google::protobuf::Duration& config_value);
+
+// The TLS and authorization flags every daemon takes (docs/security.md).
+struct SecurityFlags {
+  std::string ca, cert, key;
+  bool insecure = false;
+  std::vector<std::string> grants;  // "operator=alice,bob"
+};
+// Adds --tls-ca, --tls-cert, --tls-key, --insecure and, for a daemon that
+// serves RPCs, --grant.
+void AddSecurityFlags(CLI::App& app, SecurityFlags* flags, bool serves_rpcs);
+// Merges the flags into the config's blocks (flags win) and checks the
+// choice is explicit: mutual TLS, or plaintext by --insecure or `tls: {}`.
+// Plaintext logs a warning. `config_has_tls` is whether the file had a tls key.
+absl::Status ResolveSecurity(const SecurityFlags& flags, bool config_has_tls, v1::TlsSettings* tls,
+                             v1::AuthorizationConfig* authorization);
 
 // Parses the command line like CLI11_PARSE, but every parse error exits 2
 // (help and version exit 0), so systemd's RestartPreventExitStatus=2 covers

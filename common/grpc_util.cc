@@ -1,5 +1,8 @@
 #include "common/grpc_util.h"
 
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
+
 #include <charconv>
 
 #include "common/strings.h"
@@ -40,30 +43,41 @@ absl::Status ValidateTls(const v1::TlsSettings& tls) {
   return ReadPem(tls).status();
 }
 
+namespace {
+
+// The three files, re-read every reload_interval: a rotated certificate or
+// CA is used from the next handshake on, without a restart.
+std::shared_ptr<grpc::experimental::CertificateProviderInterface> FileProvider(
+    const v1::TlsSettings& tls) {
+  const int64_t reload_s =
+      tls.has_reload_interval() && tls.reload_interval().seconds() > 0 ? tls.reload_interval().seconds() : 60;
+  return std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      tls.key(), tls.cert(), tls.ca(), static_cast<unsigned>(reload_s));
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     const v1::TlsSettings& tls) {
   if (auto status = ValidateTls(tls); !status.ok()) return status;
   if (!TlsEnabled(tls)) return grpc::InsecureServerCredentials();
-  auto pem = ReadPem(tls);
-  if (!pem.ok()) return pem.status();
-  grpc::SslServerCredentialsOptions options(
-      GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  options.pem_root_certs = pem->ca;
-  options.pem_key_cert_pairs.push_back({pem->key, pem->cert});
-  return grpc::SslServerCredentials(options);
+  grpc::experimental::TlsServerCredentialsOptions options(FileProvider(tls));
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  return grpc::experimental::TlsServerCredentials(options);
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
     const v1::TlsSettings& tls) {
   if (auto status = ValidateTls(tls); !status.ok()) return status;
   if (!TlsEnabled(tls)) return grpc::InsecureChannelCredentials();
-  auto pem = ReadPem(tls);
-  if (!pem.ok()) return pem.status();
-  grpc::SslCredentialsOptions options;
-  options.pem_root_certs = pem->ca;
-  options.pem_private_key = pem->key;
-  options.pem_cert_chain = pem->cert;
-  return grpc::SslCredentials(options);
+  grpc::experimental::TlsChannelCredentialsOptions options;
+  options.set_certificate_provider(FileProvider(tls));
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  options.set_verify_server_certs(true);
+  return grpc::experimental::TlsCredentials(options);
 }
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,
