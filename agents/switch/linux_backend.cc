@@ -39,15 +39,18 @@ uint32_t MemberId(uint32_t group, size_t index) { return group * 1000 + static_c
 
 LinuxBackend::LinuxBackend(std::string switch_name, std::string proc_sys_root)
     : switch_name_(std::move(switch_name)), proc_sys_(std::move(proc_sys_root)) {
-  sock_ = nl_socket_alloc();
-  if (sock_ != nullptr && nl_connect(sock_, NETLINK_ROUTE) != 0) {
-    nl_socket_free(sock_);
-    sock_ = nullptr;
+  for (nl_sock** sock : {&sock_, &counters_sock_}) {
+    *sock = nl_socket_alloc();
+    if (*sock != nullptr && nl_connect(*sock, NETLINK_ROUTE) != 0) {
+      nl_socket_free(*sock);
+      *sock = nullptr;
+    }
   }
 }
 
 LinuxBackend::~LinuxBackend() {
-  if (sock_ != nullptr) nl_socket_free(sock_);
+  for (nl_sock* sock : {sock_, counters_sock_})
+    if (sock != nullptr) nl_socket_free(sock);
 }
 
 absl::StatusOr<int> LinuxBackend::IfIndex(const std::string& port) {
@@ -257,7 +260,7 @@ absl::StatusOr<SwitchReading> LinuxBackend::ReadCounters() {
   SwitchReading reading;
   reading.name = switch_name_;
   nl_cache* cache = nullptr;
-  if (sock_ == nullptr || rtnl_link_alloc_cache(sock_, AF_UNSPEC, &cache) < 0)
+  if (counters_sock_ == nullptr || rtnl_link_alloc_cache(counters_sock_, AF_UNSPEC, &cache) < 0)
     return absl::UnavailableError("cannot dump links");
   for (nl_object* obj = nl_cache_get_first(cache); obj != nullptr; obj = nl_cache_get_next(obj)) {
     auto* link = reinterpret_cast<rtnl_link*>(obj);
@@ -282,7 +285,7 @@ absl::StatusOr<SwitchReading> LinuxBackend::ReadCounters() {
   }
   nl_cache_free(cache);
   nl_cache* qdiscs = nullptr;
-  if (rtnl_qdisc_alloc_cache(sock_, &qdiscs) < 0) {
+  if (rtnl_qdisc_alloc_cache(counters_sock_, &qdiscs) < 0) {
     ++reading.bad_values;  // counted; port counters stand
     return reading;
   }

@@ -10,7 +10,10 @@
 //
 // Counters come from the kernel's link statistics (rtnetlink).
 //
-// One thread at a time.
+// The counter half (the poll thread) and the config half (the gRPC threads,
+// which the ConfigApplier serializes) each have their own netlink socket: a
+// libnl socket is not safe from two threads, and their requests and replies
+// would interleave.
 
 #include <map>
 #include <string>
@@ -50,7 +53,8 @@ class LinuxBackend final : public ConfigBackend, public SwitchBackend {
 
   std::string switch_name_;
   std::string proc_sys_;
-  nl_sock* sock_ = nullptr;
+  nl_sock* sock_ = nullptr;           // config: Install, Remove
+  nl_sock* counters_sock_ = nullptr;  // ReadCounters
   std::map<uint32_t, uint32_t> group_members_;  // group id -> member count installed
 };
 

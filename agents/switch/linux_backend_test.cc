@@ -7,6 +7,9 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <thread>
+
 #include "tests/support/test_support.h"
 
 namespace rocefab::switchd {
@@ -39,6 +42,33 @@ class LinuxBackendTest : public ::testing::Test {
     return item;
   }
 };
+
+// The poll thread reads counters while gRPC threads apply config. On one
+// shared libnl socket, their requests and replies interleave: sequence
+// numbers mismatch, a dump reads an ack, and an apply fails or hangs.
+TEST_F(LinuxBackendTest, CountersAndConfigFromTwoThreadsAtOnceBothSucceed) {
+  LinuxBackend backend("z1-rtsw01");
+  std::atomic<bool> done{false};
+  std::atomic<int> read_failures{0}, reads{0};
+  std::thread poller([&] {
+    while (!done) {
+      auto reading = backend.ReadCounters();
+      if (!reading.ok() || reading->ports.size() != 2) ++read_failures;
+      ++reads;
+    }
+  });
+  int apply_failures = 0;
+  for (int i = 0; i < 300; ++i) {
+    const auto item = Address("Ethernet0", "100.64." + std::to_string(i % 200) + ".0/31");
+    if (!backend.Install(item).ok()) ++apply_failures;
+    if (!backend.Remove(item).ok()) ++apply_failures;
+  }
+  done = true;
+  poller.join();
+  EXPECT_EQ(apply_failures, 0);
+  EXPECT_EQ(read_failures, 0) << "of " << reads << " reads";
+  EXPECT_GT(reads, 0);
+}
 
 TEST_F(LinuxBackendTest, EveryItemKindReachesTheKernelAndLeavesIt) {
   LinuxBackend backend("z1-rtsw01");
