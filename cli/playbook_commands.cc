@@ -32,7 +32,9 @@ class GrpcEnv final : public PlaybookEnv {
     auto query = ConnectCollector(g_);
     if (!query.ok()) return query.status();
     query_ = std::move(*query);
-    auto channel = MakeChannel(c_.controller, {});
+    auto tls = ClientTls(g_);
+    if (!tls.ok()) return tls.status();
+    auto channel = MakeChannel(c_.controller, *tls);
     if (!channel.ok()) return channel.status();
     controller_ = v1::Controller::NewStub(*channel);
     return absl::OkStatus();
@@ -90,7 +92,10 @@ class GrpcEnv final : public PlaybookEnv {
     return IsSwitchToSwitchLink(*topology_, port);
   }
   int64_t NowUs() override { return SystemClock::Instance().NowUs(); }
-  void Pause(int64_t us) override { std::this_thread::sleep_for(std::chrono::microseconds(us)); }
+  bool Pause(int64_t us) override {
+    std::this_thread::sleep_for(std::chrono::microseconds(us));
+    return true;
+  }
   v1::Query::Stub& query() { return *query_; }
 
  private:

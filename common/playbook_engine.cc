@@ -74,6 +74,7 @@ v1::PlaybookRun RunPlaybook(const v1::Playbook& pb, const std::string& target, b
   // The jobs whose paths the target's anomalies cross: what verification
   // watches.
   std::set<std::string> jobs;
+  bool cancelled = false;
 
   auto check = [&](const v1::PlaybookStep& s, bool verifying) -> bool {
     if (s.check() == "anomaly_active") {
@@ -129,7 +130,11 @@ v1::PlaybookRun RunPlaybook(const v1::Playbook& pb, const std::string& target, b
           log(StrCat("check jobs_healthy: still not healthy: ", unhealthy));
           return false;
         }
-        env.Pause(2'000'000);
+        if (!env.Pause(2'000'000)) {
+          cancelled = true;
+          log(StrCat("cancelled while waiting for ", unhealthy, ": the daemon is stopping"));
+          return false;
+        }
       }
     }
     return false;
@@ -178,7 +183,7 @@ v1::PlaybookRun RunPlaybook(const v1::Playbook& pb, const std::string& target, b
   for (const auto& s : pb.steps())
     if (!act(s)) return finish("failed");
   for (const auto& s : pb.verify())
-    if (!check(s, true)) return finish("failed");
+    if (!check(s, true)) return finish(cancelled ? "cancelled" : "failed");
   for (const auto& s : pb.followup()) act(s);
   return finish(dry_run ? "dry_run" : "succeeded");
 }

@@ -31,8 +31,9 @@ class PlaybookEnv {
   // topology is unknown.
   virtual absl::StatusOr<bool> IsFabricLink(const std::string& port) = 0;
   virtual int64_t NowUs() = 0;
-  // Waits between two polls of a verification.
-  virtual void Pause(int64_t us) = 0;
+  // Waits between two polls of a verification. False when the run must stop
+  // (the daemon is shutting down): the run ends as "cancelled".
+  virtual bool Pause(int64_t us) = 0;
 };
 
 // Loads and checks a playbook YAML; every problem is reported.

@@ -26,6 +26,7 @@ class FakeEnv final : public PlaybookEnv {
     return out;
   }
   absl::StatusOr<v1::DiagnoseJobResponse> Diagnose(const std::string& job, int64_t) override {
+    ++diagnose_calls;
     v1::DiagnoseJobResponse d;
     // The job recovers a few polls after the drain.
     d.set_state(drained && ++polls_after_drain >= 3 ? "healthy" : "degraded");
@@ -46,8 +47,15 @@ class FakeEnv final : public PlaybookEnv {
   absl::StatusOr<uint64_t> Silence(const std::string&, int64_t, const std::string&) override { return ++silences; }
   absl::StatusOr<bool> IsFabricLink(const std::string& port) override { return port.find("rtsw") != std::string::npos; }
   int64_t NowUs() override { return now; }
-  void Pause(int64_t us) override { now += us; }
+  bool Pause(int64_t us) override {
+    if (stopping) return false;  // a stopping daemon returns at once
+    now += us;
+    return true;
+  }
+  int diagnoses() const { return diagnose_calls; }
 
+  bool stopping = false;
+  int diagnose_calls = 0;
   bool flapping = true, capacity = true, drained = false;
   int polls_after_drain = 0;
   uint64_t silences = 0;
@@ -105,6 +113,20 @@ TEST(PlaybookEngine, VerificationThatNeverHoldsFailsAfterItsTimeout) {
   EXPECT_EQ(run.result(), "failed");
   EXPECT_TRUE(env.drained) << "what was changed stays, and is listed";
   EXPECT_EQ(run.changes_size(), 2);
+}
+
+TEST(PlaybookEngine, AStopDuringVerificationCancelsTheRunInsteadOfSpinning) {
+  // Before: Pause returned at once while stopping, and the wait loop called
+  // Diagnose as fast as it could until its 5-minute timeout.
+  FakeEnv env;
+  env.polls_after_drain = -1'000'000;  // never healthy
+  env.stopping = true;
+  const auto run = RunPlaybook(Shipped(), "z1-rtsw03/Ethernet44", false, env);
+  EXPECT_EQ(run.result(), "cancelled");
+  EXPECT_EQ(env.diagnoses(), 1) << "one poll, then the stop is seen";
+  EXPECT_TRUE(env.drained) << "what was changed stays, and is listed";
+  EXPECT_EQ(run.changes_size(), 2);
+  EXPECT_NE(run.log(run.log_size() - 1).find("cancelled"), std::string::npos);
 }
 
 TEST(PlaybookLoad, NamesEveryProblem) {
