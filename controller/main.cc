@@ -16,7 +16,11 @@
 #include "common/log.h"
 #include "common/sd_notify.h"
 #include "controller/compiler.h"
+#include "common/authz.h"
 #include "controller/controller.h"
+#include "controller/fleet.h"
+#include "controller/gate.h"
+#include "controller/service.h"
 #include "controller/store.h"
 
 int main(int argc, char** argv) {
@@ -37,6 +41,8 @@ int main(int argc, char** argv) {
   app.add_option("--switch-agents-json", agents_json,
                  "JSON with {\"switch_agents\": {switch: host:port}} (rocefab-lab's endpoints.json)");
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
+  SecurityFlags security;
+  AddSecurityFlags(app, &security, /*serves_rpcs=*/true);
   if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
   if (auto status = ApplyLogLevel(log_level); !status.ok()) return UsageError(kProgram, status);
 
@@ -63,6 +69,14 @@ int main(int argc, char** argv) {
       endpoint->set_address(address.get<std::string>());
     }
   }
+  if (auto status = ResolveSecurity(security, config.has_tls(), config.mutable_tls(),
+                                    config.mutable_authorization());
+      !status.ok())
+    return UsageError(kProgram, status);
+  if (auto status = ValidateTls(config.tls()); !status.ok()) return UsageError(kProgram, status);
+  if (!config.unreachable().empty() && config.unreachable() != "fail" && config.unreachable() != "skip")
+    return UsageError(kProgram, absl::InvalidArgumentError(StrCat("unreachable: '", config.unreachable(),
+                                                                  "' is neither fail nor skip")));
   if (config.topology().empty() || config.policy().empty())
     return UsageError(kProgram, absl::InvalidArgumentError("--topology and --policy are required"));
   auto topology = Topology::Load(config.topology());
@@ -84,13 +98,18 @@ int main(int argc, char** argv) {
     std::cerr << kProgram << ": " << store.status().message() << "\n";
     return 1;
   }
-  controller::Controller controller(*topology, *policy, **store, config, SystemClock::Instance());
-  auto generation = controller.Recompile("rocefab-controllerd", StrCat("start with ", config.policy()));
+  controller::GrpcFleet fleet(config);
+  controller::CollectorGate gate(*topology, config.collector(), config.tls());
+  controller::Controller controller(*topology, *policy, **store, fleet, gate.empty() ? nullptr : &gate, config,
+                                    SystemClock::Instance());
+  auto generation = controller.Start("rocefab-controllerd", StrCat("start with ", config.policy()));
   if (!generation.ok()) {
     std::cerr << kProgram << ": " << generation.status().message() << "\n";
     return 1;
   }
-  auto server = StartGrpcServer(config.listen(), {}, {&controller});
+  Authorizer authorizer(config.authorization(), TlsEnabled(config.tls()));
+  controller::ControllerService service(controller, authorizer);
+  auto server = StartGrpcServer(config.listen(), config.tls(), {&service});
   if (!server.ok()) {
     std::cerr << kProgram << ": " << server.status().message() << "\n";
     return 1;
@@ -100,6 +119,7 @@ int main(int argc, char** argv) {
   int signal = 0;
   sigwait(&signals, &signal);
   systemd::NotifyStopping();
+  controller.Shutdown();  // a running rollout stops at its next step and rolls back
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   return 0;
 }

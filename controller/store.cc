@@ -13,6 +13,11 @@ CREATE TABLE IF NOT EXISTS desired(
   config BLOB NOT NULL,
   PRIMARY KEY(generation, switch)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS running_policy(
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  generation INTEGER NOT NULL,
+  policy BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS drains(
   port TEXT PRIMARY KEY,
   reason TEXT NOT NULL,
@@ -89,6 +94,24 @@ absl::Status Store::SaveDesired(uint64_t generation,
     }
   }
   return Exec("COMMIT");
+}
+
+absl::StatusOr<std::optional<v1::Policy>> Store::RunningPolicy() {
+  Stmt stmt(db_, "SELECT policy FROM running_policy WHERE id = 1");
+  auto row = stmt.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<v1::Policy>();
+  v1::Policy policy;
+  const std::string_view blob = stmt.Blob(0);
+  if (!policy.ParseFromArray(blob.data(), static_cast<int>(blob.size())))
+    return absl::DataLossError("the running policy is corrupt");
+  return std::optional<v1::Policy>(std::move(policy));
+}
+
+absl::Status Store::SetRunningPolicy(uint64_t generation, const v1::Policy& policy) {
+  Stmt stmt(db_, "INSERT OR REPLACE INTO running_policy VALUES(1, ?1, ?2)");
+  stmt.Bind(1, static_cast<int64_t>(generation)).BindBlob(2, policy.SerializeAsString());
+  return stmt.Run();
 }
 
 absl::StatusOr<std::set<std::string>> Store::Drained() {

@@ -1,12 +1,14 @@
 #pragma once
 // The controller's durable state in SQLite: desired configs by generation,
-// drained ports, and the audit log (who, what, when, why). One connection;
-// callers serialise access (the Controller holds a mutex).
+// the running policy, drained ports, and the audit log (who, what, when,
+// why). One connection; callers serialise access (the Controller holds a
+// mutex, never across network calls).
 
 #include <sqlite3.h>
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,6 +30,11 @@ class Store final {
   absl::StatusOr<uint64_t> LatestGeneration();
   absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Desired(uint64_t generation);
   absl::Status SaveDesired(uint64_t generation, const std::map<std::string, v1::SwitchConfig>& configs);
+
+  // The policy of the last rollout that completed everywhere: what the
+  // fabric runs. Empty before the first one.
+  absl::StatusOr<std::optional<v1::Policy>> RunningPolicy();
+  absl::Status SetRunningPolicy(uint64_t generation, const v1::Policy& policy);
 
   absl::StatusOr<std::set<std::string>> Drained();
   absl::Status SetDrained(const std::string& port, bool drained, const std::string& reason,

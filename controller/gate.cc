@@ -1,0 +1,56 @@
+#include "controller/gate.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_split.h"
+#include "common/grpc_util.h"
+#include "common/strings.h"
+
+namespace rocefab::controller {
+
+bool TouchedBy(const Topology& topology, const std::vector<std::string>& switches, const std::string& entity) {
+  const std::string device = entity.substr(0, entity.find('/'));
+  if (std::find(switches.begin(), switches.end(), device) != switches.end()) return true;
+  if (entity.find('/') == std::string::npos) return false;
+  // The far end of a link to a touched switch: a NIC, or another switch's port.
+  const int link = topology.LinkOfPort(entity);
+  if (link < 0) return false;
+  const std::string& peer = topology.PeerOf(link, entity);
+  const std::string peer_device = peer.substr(0, peer.find('/'));
+  return std::find(switches.begin(), switches.end(), peer_device) != switches.end();
+}
+
+CollectorGate::CollectorGate(std::shared_ptr<const Topology> topology, const std::string& collectors,
+                             const v1::TlsSettings& tls)
+    : topology_(std::move(topology)) {
+  // One collector, or one per AI Zone (comma-separated): every shard is
+  // asked, since a switch reports to its zone's.
+  for (absl::string_view shard : absl::StrSplit(collectors, ',', absl::SkipEmpty())) {
+    auto channel = MakeChannel(std::string(shard), tls);
+    if (channel.ok()) shards_.push_back({std::string(shard), v1::Query::NewStub(*channel)});
+  }
+}
+
+std::string CollectorGate::Verdict(const std::vector<std::string>& switches, int64_t since_us) {
+  std::string problems;
+  for (const auto& [address, stub] : shards_) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::ListAnomaliesRequest request;
+    request.set_since_us(since_us);
+    v1::ListAnomaliesResponse response;
+    grpc::Status status = stub->ListAnomalies(&context, request, &response);
+    if (!status.ok()) {
+      StrAppend(&problems, "collector ", address, " cannot be asked for the gate (", status.error_message(), "); ");
+      continue;
+    }
+    for (const auto& a : response.anomalies()) {
+      // Opened during the gate window, on what the wave touched.
+      if (a.start_us() < since_us || !TouchedBy(*topology_, switches, a.entity())) continue;
+      StrAppend(&problems, a.kind(), " on ", a.entity(), " (anomaly ", a.id(), "); ");
+    }
+  }
+  return problems;
+}
+
+}  // namespace rocefab::controller
