@@ -47,13 +47,27 @@ absl::StatusOr<std::unique_ptr<v1::Query::Stub>> ConnectCollector(const GlobalOp
           " (", global.collector, "): name the shard to ask"));
     target = shards[0];
   }
+  auto tls = ClientTls(global);
+  if (!tls.ok()) return tls.status();
+  auto channel = MakeChannel(target, *tls);
+  if (!channel.ok()) return channel.status();
+  return v1::Query::NewStub(*channel);
+}
+
+absl::StatusOr<v1::TlsSettings> ClientTls(const GlobalOptions& global) {
   v1::TlsSettings tls;
   tls.set_ca(global.tls_ca);
   tls.set_cert(global.tls_cert);
   tls.set_key(global.tls_key);
-  auto channel = MakeChannel(target, tls);
-  if (!channel.ok()) return channel.status();
-  return v1::Query::NewStub(*channel);
+  const bool any = TlsEnabled(tls);
+  if (any && global.insecure)
+    return absl::InvalidArgumentError("--insecure contradicts the --tls-* files given; choose one");
+  if (!any && !global.insecure)
+    return absl::InvalidArgumentError(
+        "no client certificate: give --tls-ca, --tls-cert and --tls-key (or set ROCEFAB_TLS_CA, "
+        "ROCEFAB_TLS_CERT and ROCEFAB_TLS_KEY), or --insecure for daemons started with --insecure");
+  if (auto status = ValidateTls(tls); !status.ok()) return status;
+  return tls;
 }
 
 void SetDeadline(grpc::ClientContext* context, const GlobalOptions& global) {
@@ -67,7 +81,12 @@ int CollectorRpcFailed(const GlobalOptions& global, const grpc::Status& status, 
       << status.error_message();
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
-    err << " (is rocefab-collectord running there? set --collector HOST:PORT)";
+    err << " (is rocefab-collectord running there, and does it trust this certificate's CA? set "
+           "--collector HOST:PORT)";
+  if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+      status.error_code() == grpc::StatusCode::UNAUTHENTICATED)
+    err << " (the collector's authorization block decides which identities hold which role; "
+           "docs/security.md)";
   err << "\n";
   return status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? 2 : 1;
 }

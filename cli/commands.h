@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "rocefab/v1/config.pb.h"
 #include "rocefab/v1/query.grpc.pb.h"
 
 namespace rocefab::cli {
@@ -21,7 +22,12 @@ struct GlobalOptions {
   std::string output = "table";  // or "json"
   int timeout_ms = 10000;
   std::string tls_ca, tls_cert, tls_key;
+  bool insecure = false;
 };
+
+// The TLS block the global flags give: mutual TLS, or plaintext only with
+// --insecure. Fails on a partial set or missing files.
+absl::StatusOr<v1::TlsSettings> ClientTls(const GlobalOptions& global);
 
 struct CountersOptions {
   std::string host, device, counter, scope;

@@ -12,19 +12,35 @@
 namespace rocefab::cli {
 namespace {
 
-std::unique_ptr<v1::Controller::Stub> Connect(const ControlOptions& o) {
-  auto channel = MakeChannel(o.controller, {});
-  return channel.ok() ? v1::Controller::NewStub(*channel) : nullptr;
+absl::StatusOr<std::unique_ptr<v1::Controller::Stub>> Connect(const GlobalOptions& g, const ControlOptions& o) {
+  auto tls = ClientTls(g);
+  if (!tls.ok()) return tls.status();
+  auto channel = MakeChannel(o.controller, *tls);
+  if (!channel.ok()) return channel.status();
+  return v1::Controller::NewStub(*channel);
 }
 
 int Failed(const ControlOptions& o, const grpc::Status& status, std::ostream& err) {
   err << "rocefab: controller " << o.controller << ": " << status.error_message();
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
-    err << " (is rocefab-controllerd running there? set --controller HOST:PORT)";
+    err << " (is rocefab-controllerd running there, and does it trust this certificate's CA? set "
+           "--controller HOST:PORT)";
+  if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+      status.error_code() == grpc::StatusCode::UNAUTHENTICATED)
+    err << " (the controller's authorization block decides which identities hold which role; "
+           "docs/security.md)";
   err << "\n";
   return 1;
 }
+
+#define ROCEFAB_CONNECT(stub, g, o, err)                \
+  auto stub##_or = Connect(g, o);                       \
+  if (!stub##_or.ok()) {                                \
+    err << "rocefab: " << stub##_or.status().message() << "\n"; \
+    return 2;                                           \
+  }                                                     \
+  auto& stub = *stub##_or
 
 void Deadline(grpc::ClientContext* context, int seconds) {
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
@@ -40,6 +56,8 @@ void PrintJson(const google::protobuf::Message& message, std::ostream& out) {
   out << json;
 }
 
+// Only a claim: daemons record the certificate's identity, and show this
+// name only in the plaintext mode, marked unauthenticated.
 std::string Who() {
   const char* user = getenv("SUDO_USER");
   if (user == nullptr) user = getenv("USER");
@@ -51,7 +69,7 @@ std::string Short(const std::string& hash) { return hash.substr(0, 12); }
 }  // namespace
 
 int RunConfigPlan(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err) {
-  auto stub = Connect(o);
+  ROCEFAB_CONNECT(stub, g, o, err);
   grpc::ClientContext context;
   Deadline(&context, 60);
   v1::PlanResponse response;
@@ -79,7 +97,7 @@ int RunConfigPlan(const GlobalOptions& g, const ControlOptions& o, std::ostream&
 }
 
 int RunConfigApply(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err) {
-  auto stub = Connect(o);
+  ROCEFAB_CONNECT(stub, g, o, err);
   v1::ApplyRequest request;
   request.set_canary(o.canary);
   request.set_wave_size(o.wave_size);
@@ -104,6 +122,7 @@ int RunConfigApply(const GlobalOptions& g, const ControlOptions& o, std::ostream
                     wave.detail()});
     }
     if (table.rows() > 0) table.Print(out);
+    for (const auto& name : response.skipped()) out << "skipped (unreachable): " << name << "\n";
     if (response.ok())
       out << (o.dry_run ? "dry run: " : "") << "generation " << response.generation()
           << (o.dry_run ? " would be applied in " : " applied in ") << response.waves_size()
@@ -116,7 +135,7 @@ int RunConfigApply(const GlobalOptions& g, const ControlOptions& o, std::ostream
 }
 
 int RunConfigStatus(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err) {
-  auto stub = Connect(o);
+  ROCEFAB_CONNECT(stub, g, o, err);
   grpc::ClientContext context;
   Deadline(&context, 60);
   v1::StatusResponse response;
@@ -140,7 +159,7 @@ int RunConfigStatus(const GlobalOptions& g, const ControlOptions& o, std::ostrea
 }
 
 int RunConfigHistory(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err) {
-  auto stub = Connect(o);
+  ROCEFAB_CONNECT(stub, g, o, err);
   grpc::ClientContext context;
   Deadline(&context, 30);
   v1::HistoryRequest request;
@@ -168,7 +187,7 @@ int RunDrain(const GlobalOptions& g, const ControlOptions& o, bool undrain, std:
     err << "rocefab: drain needs --reason TEXT (it goes to the audit log)\n";
     return 2;
   }
-  auto stub = Connect(o);
+  ROCEFAB_CONNECT(stub, g, o, err);
   v1::DrainRequest request;
   request.set_kind(o.kind);
   request.set_name(o.name);
@@ -176,20 +195,47 @@ int RunDrain(const GlobalOptions& g, const ControlOptions& o, bool undrain, std:
   request.set_reason(o.reason);
   request.set_who(Who());
   request.set_undrain(undrain);
+  request.set_dry_run(o.dry_run);
   grpc::ClientContext context;
   Deadline(&context, 120);
   v1::DrainResponse response;
   if (auto s = stub->Drain(&context, request, &response); !s.ok()) return Failed(o, s, err);
   if (g.output == "json") {
     PrintJson(response, out);
+  } else if (response.ok() && o.dry_run) {
+    out << "dry run: " << (undrain ? "undraining " : "draining ") << o.kind << " " << o.name
+        << " passes the capacity check and would push " << response.pushed_size() << " switch(es):";
+    for (const auto& name : response.pushed()) out << " " << name;
+    out << "\nnothing changed\n";
   } else if (response.ok()) {
     out << (undrain ? "undrained " : "drained ") << o.kind << " " << o.name << " (generation "
-        << response.generation() << ")\n";
+        << response.generation() << ", pushed to " << response.pushed_size() << " switch(es))\n";
     if (!undrain) out << "remember: rocefab undrain " << o.kind << " " << o.name << "\n";
   } else {
     err << "rocefab: " << response.error() << "\n";
   }
   return response.ok() ? 0 : 1;
+}
+
+int RunConfigAbort(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err) {
+  ROCEFAB_CONNECT(stub, g, o, err);
+  grpc::ClientContext context;
+  Deadline(&context, 30);
+  v1::AbortRequest request;
+  request.set_why(o.why);
+  v1::AbortResponse response;
+  if (auto s = stub->Abort(&context, request, &response); !s.ok()) return Failed(o, s, err);
+  if (g.output == "json") {
+    PrintJson(response, out);
+    return 0;
+  }
+  if (!response.aborting()) {
+    out << "no rollout is running\n";
+    return 1;
+  }
+  out << "rollout of generation " << response.generation()
+      << " stops before its next wave and rolls back what it touched (see rocefab config history)\n";
+  return 0;
 }
 
 }  // namespace rocefab::cli

@@ -26,6 +26,7 @@ int RunConfigPlan(const GlobalOptions& g, const ControlOptions& o, std::ostream&
 int RunConfigApply(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err);
 int RunConfigStatus(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err);
 int RunConfigHistory(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err);
+int RunConfigAbort(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err);
 int RunDrain(const GlobalOptions& g, const ControlOptions& o, bool undrain, std::ostream& out,
              std::ostream& err);
 

@@ -25,9 +25,12 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
   app.add_option("--timeout-ms", global.timeout_ms, "RPC deadline")->capture_default_str();
-  app.add_option("--tls-ca", global.tls_ca, "CA file for mutual TLS");
-  app.add_option("--tls-cert", global.tls_cert, "client certificate for mutual TLS");
-  app.add_option("--tls-key", global.tls_key, "client key for mutual TLS");
+  app.add_option("--tls-ca", global.tls_ca, "CA file (PEM) the daemons' certificates are signed by")
+      ->envname("ROCEFAB_TLS_CA");
+  app.add_option("--tls-cert", global.tls_cert, "your certificate (PEM); its CN is who you are to the daemons")
+      ->envname("ROCEFAB_TLS_CERT");
+  app.add_option("--tls-key", global.tls_key, "your private key (PEM)")->envname("ROCEFAB_TLS_KEY");
+  app.add_flag("--insecure", global.insecure, "plaintext, for daemons started with --insecure");
 
   auto* agents = app.add_subcommand("agents", "list agents with last-seen time and samples");
   CountersOptions counters_options;
@@ -62,6 +65,9 @@ int main(int argc, char** argv) {
   apply->add_option("--why", control.why, "reason, for the audit log");
   auto* status = config->add_subcommand("status", "desired and applied generation per switch, drift");
   auto* history = config->add_subcommand("history", "the audit log: who changed what, when, why");
+  auto* abort_cmd = config->add_subcommand(
+      "abort", "stop the running rollout before its next wave; it rolls back what it touched");
+  abort_cmd->add_option("--why", control.why, "reason, for the audit log");
   history->add_option("--limit", control.limit, "entries")->capture_default_str();
   auto* drain = app.add_subcommand("drain", "take a link or switch out of ECMP (checks capacity)");
   auto* undrain = app.add_subcommand("undrain", "put a drained link or switch back");
@@ -71,6 +77,8 @@ int main(int argc, char** argv) {
     cmd->add_option("--reason", control.reason, "why, for the audit log");
   }
   drain->add_flag("--force", control.force, "drain even below the policy's minimum uplink capacity");
+  for (auto* cmd : {drain, undrain})
+    cmd->add_flag("--dry-run", control.dry_run, "run the capacity check and show the switches it would push; change nothing");
 
   JobOptions job_options;
   auto* job = app.add_subcommand("job", "the training job registry");
@@ -166,6 +174,7 @@ int main(int argc, char** argv) {
   if (apply->parsed()) return RunConfigApply(global, control, std::cout, std::cerr);
   if (status->parsed()) return RunConfigStatus(global, control, std::cout, std::cerr);
   if (history->parsed()) return RunConfigHistory(global, control, std::cout, std::cerr);
+  if (abort_cmd->parsed()) return RunConfigAbort(global, control, std::cout, std::cerr);
   if (drain->parsed()) return RunDrain(global, control, false, std::cout, std::cerr);
   if (undrain->parsed()) return RunDrain(global, control, true, std::cout, std::cerr);
   return 2;

@@ -39,6 +39,33 @@ CollectorMetrics::CollectorMetrics(prometheus::Registry& registry)
                                     "timing); the rest of their batch is stored")
                               .Register(registry)
                               .Add({})),
+      records_foreign(prometheus::BuildCounter()
+                          .Name("rocefab_collector_foreign_records_dropped_total")
+                          .Help("Entities and collective records an agent sent for another agent's "
+                                "host or switch (not under its certificate identity); dropped")
+                          .Register(registry)
+                          .Add({})),
+      readings_future_dropped(prometheus::BuildCounter()
+                                  .Name("rocefab_collector_future_readings_dropped_total")
+                                  .Help("Readings and collective records dated beyond max_clock_skew "
+                                        "ahead of the collector's clock; dropped")
+                                  .Register(registry)
+                                  .Add({})),
+      readings_future_clipped(prometheus::BuildCounter()
+                                  .Name("rocefab_collector_future_readings_clipped_total")
+                                  .Help("Readings dated ahead of the collector's clock by less than "
+                                        "max_clock_skew; stored at the receive time")
+                                  .Register(registry)
+                                  .Add({})),
+      agent_clock_skew(prometheus::BuildGauge()
+                           .Name("rocefab_agent_clock_skew_seconds")
+                           .Help("The agent's latest batch creation time minus the collector's clock "
+                                 "at receipt (positive: the agent runs ahead; includes transit)")
+                           .Register(registry)),
+      rpcs_denied(prometheus::BuildCounter()
+                      .Name("rocefab_grpc_denied_total")
+                      .Help("RPCs refused by authorization (PERMISSION_DENIED or UNAUTHENTICATED), by method")
+                      .Register(registry)),
       store_errors(prometheus::BuildCounter()
                        .Name("rocefab_collector_store_errors_total")
                        .Help("Failed store transactions (their batches were not acked)")

@@ -18,6 +18,12 @@ struct CollectorMetrics {
   prometheus::Counter& samples_stored;
   prometheus::Counter& samples_rejected;
   prometheus::Counter& collectives_dropped;
+  // Entities and collective records an agent sent for someone else.
+  prometheus::Counter& records_foreign;
+  prometheus::Counter& readings_future_dropped;
+  prometheus::Counter& readings_future_clipped;
+  prometheus::Family<prometheus::Gauge>& agent_clock_skew;
+  prometheus::Family<prometheus::Counter>& rpcs_denied;
   prometheus::Counter& store_errors;
   prometheus::Counter& commits;
   prometheus::Counter& pruned_rows;

@@ -26,6 +26,7 @@
 #include "collector/remediation.h"
 #include "collector/store.h"
 #include "collector/telemetry_service.h"
+#include "common/authz.h"
 #include "common/daemon_setup.h"
 #include "common/duration.h"
 #include "common/grpc_util.h"
@@ -85,6 +86,8 @@ int main(int argc, char** argv) {
   app.add_option("--controller", controller,
                  "rocefab-controllerd address, for drained links and config drift");
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
+  SecurityFlags security;
+  AddSecurityFlags(app, &security, /*serves_rpcs=*/true);
   if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
 
   constexpr char kProgram[] = "rocefab-collectord";
@@ -150,7 +153,17 @@ int main(int argc, char** argv) {
     if (records_retention_us <= 0) return UsageError(kProgram, absl::InvalidArgumentError("records_retention must be positive"));
   }
   records_retention_us = std::max(records_retention_us, retention_us);
+  if (auto status = ResolveSecurity(security, config.has_tls(), config.mutable_tls(),
+                                    config.mutable_authorization());
+      !status.ok())
+    return UsageError(kProgram, status);
   if (auto status = ValidateTls(config.tls()); !status.ok()) return UsageError(kProgram, status);
+  if (config.remediation().has_tls())
+    if (auto status = ValidateTls(config.remediation().tls()); !status.ok())
+      return UsageError(kProgram, absl::InvalidArgumentError(StrCat("remediation.", status.message())));
+  const int64_t max_future_us =
+      config.has_max_clock_skew() ? DurationToUs(config.max_clock_skew()) : 10'000'000;
+  if (max_future_us < 0) return UsageError(kProgram, absl::InvalidArgumentError("max_clock_skew must not be negative"));
 
   // Signals are taken synchronously by the main thread; block them before
   // any thread starts so none of gRPC's threads receives them.
@@ -223,14 +236,20 @@ int main(int argc, char** argv) {
       },
       **store, metrics, clock);
   collector::AgentRegistry agents(metrics);
-  collector::TelemetryService telemetry(ingester, agents, metrics);
-  collector::QueryService query(**store, agents, clock, &context, alerter->get());
+  Authorizer authorizer(config.authorization(), TlsEnabled(config.tls()));
+  authorizer.CountIn(&metrics.rpcs_denied);
+  authorizer.set_self_identity("rocefab-collectord");
+  collector::TelemetryService telemetry(ingester, agents, metrics, clock,
+                                        {.authorizer = &authorizer, .max_future_us = max_future_us});
+  collector::QueryService query(**store, agents, clock, authorizer, &context, alerter->get());
   std::unique_ptr<collector::PromqlHistory> history;
   if (history_options) {
     history = std::make_unique<collector::PromqlHistory>(std::move(*history_options), *registry);
     query.SetHistory(history.get());
   }
-  collector::AutoRemediator remediator(*auto_rules, **store, query, **alerter, context, clock);
+  collector::AutoRemediator remediator(*auto_rules, **store, query, **alerter, context,
+                                       config.remediation().has_tls() ? config.remediation().tls() : config.tls(),
+                                       clock);
   (*alerter)->SetOnFiring([&remediator](const v1::Alert& a) { remediator.OnFiring(a); });
 
   auto metrics_server = MetricsServer::Start(config.metrics_listen());

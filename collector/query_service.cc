@@ -4,6 +4,7 @@
 #include <string>
 
 #include "collector/diagnosis.h"
+#include "common/strings.h"
 
 namespace rocefab::collector {
 namespace {
@@ -19,8 +20,11 @@ grpc::Status ToGrpc(const absl::Status& status) {
 
 }  // namespace
 
-grpc::Status QueryService::ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest*,
+grpc::Status QueryService::ListAgents(grpc::ServerContext* context, const v1::ListAgentsRequest*,
                                       v1::ListAgentsResponse* response) {
+  std::string who;
+  if (grpc::Status allowed = authorizer_.Check(context, "/rocefab.v1.Query/ListAgents", &who); !allowed.ok())
+    return allowed;
   auto agents = store_.ListAgents();
   if (!agents.ok()) return ToGrpc(agents.status());
   for (auto& agent : *agents) {
@@ -31,8 +35,11 @@ grpc::Status QueryService::ListAgents(grpc::ServerContext*, const v1::ListAgents
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::GetCounters(grpc::ServerContext*, const v1::GetCountersRequest* request,
+grpc::Status QueryService::GetCounters(grpc::ServerContext* context, const v1::GetCountersRequest* request,
                                        v1::GetCountersResponse* response) {
+  std::string who;
+  if (grpc::Status allowed = authorizer_.Check(context, "/rocefab.v1.Query/GetCounters", &who); !allowed.ok())
+    return allowed;
   std::vector<std::string> notes;
   auto rows = store_.GetCounters(*request, history_, &notes);
   if (!rows.ok()) return ToGrpc(rows.status());
@@ -42,8 +49,11 @@ grpc::Status QueryService::GetCounters(grpc::ServerContext*, const v1::GetCounte
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::StartJob(grpc::ServerContext*, const v1::StartJobRequest* request,
+grpc::Status QueryService::StartJob(grpc::ServerContext* context, const v1::StartJobRequest* request,
                                    v1::StartJobResponse* response) {
+  std::string who;
+  if (grpc::Status allowed = authorizer_.Check(context, "/rocefab.v1.Query/StartJob", &who); !allowed.ok())
+    return allowed;
   v1::Job job = request->job();
   if (job.id().empty() || job.id().size() > 128)
     return ToGrpc(absl::InvalidArgumentError("a job needs an id of 1-128 characters"));
@@ -62,16 +72,22 @@ grpc::Status QueryService::StartJob(grpc::ServerContext*, const v1::StartJobRequ
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::EndJob(grpc::ServerContext*, const v1::EndJobRequest* request,
+grpc::Status QueryService::EndJob(grpc::ServerContext* context, const v1::EndJobRequest* request,
                                  v1::EndJobResponse* response) {
+  std::string who;
+  if (grpc::Status allowed = authorizer_.Check(context, "/rocefab.v1.Query/EndJob", &who); !allowed.ok())
+    return allowed;
   auto ended = store_.jobs().End(request->id(), request->end_us() == 0 ? clock_.NowUs() : request->end_us());
   if (!ended.ok()) return ToGrpc(ended.status());
   *response->mutable_job() = *ended;
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* request,
+grpc::Status QueryService::ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest* request,
                                    v1::ListJobsResponse* response) {
+  std::string who;
+  if (grpc::Status allowed = authorizer_.Check(context, "/rocefab.v1.Query/ListJobs", &who); !allowed.ok())
+    return allowed;
   auto jobs = store_.jobs().List(request->include_ended());
   if (!jobs.ok()) return ToGrpc(jobs.status());
   for (auto& job : *jobs) *response->add_jobs() = std::move(job);
@@ -79,8 +95,11 @@ grpc::Status QueryService::ListJobs(grpc::ServerContext*, const v1::ListJobsRequ
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::JobTimeline(grpc::ServerContext*, const v1::JobTimelineRequest* request,
+grpc::Status QueryService::JobTimeline(grpc::ServerContext* context, const v1::JobTimelineRequest* request,
                                       v1::JobTimelineResponse* response) {
+  std::string who;
+  if (grpc::Status allowed = authorizer_.Check(context, "/rocefab.v1.Query/JobTimeline", &who); !allowed.ok())
+    return allowed;
   if (request->job().empty()) return ToGrpc(absl::InvalidArgumentError("which job?"));
   const int64_t bucket_us = static_cast<int64_t>(request->bucket_seconds() == 0 ? 10 : request->bucket_seconds()) * 1'000'000;
   std::vector<std::string> notes;
@@ -91,8 +110,11 @@ grpc::Status QueryService::JobTimeline(grpc::ServerContext*, const v1::JobTimeli
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::ListAnomalies(grpc::ServerContext*, const v1::ListAnomaliesRequest* request,
+grpc::Status QueryService::ListAnomalies(grpc::ServerContext* context, const v1::ListAnomaliesRequest* request,
                                          v1::ListAnomaliesResponse* response) {
+  std::string who;
+  if (grpc::Status allowed = authorizer_.Check(context, "/rocefab.v1.Query/ListAnomalies", &who); !allowed.ok())
+    return allowed;
   const int64_t now = clock_.NowUs();
   auto anomalies = store_.anomalies().List(request->since_us(), 0, request->active_only());
   if (!anomalies.ok()) return ToGrpc(anomalies.status());
@@ -111,8 +133,11 @@ grpc::Status QueryService::ListAnomalies(grpc::ServerContext*, const v1::ListAno
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::DiagnoseJob(grpc::ServerContext*, const v1::DiagnoseJobRequest* request,
+grpc::Status QueryService::DiagnoseJob(grpc::ServerContext* context, const v1::DiagnoseJobRequest* request,
                                        v1::DiagnoseJobResponse* response) {
+  std::string who;
+  if (grpc::Status allowed = authorizer_.Check(context, "/rocefab.v1.Query/DiagnoseJob", &who); !allowed.ok())
+    return allowed;
   if (request->job().empty()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no job id");
   auto job = store_.jobs().Get(request->job());
   if (!job.ok()) return ToGrpc(job.status());
@@ -140,8 +165,11 @@ grpc::Status QueryService::DiagnoseJob(grpc::ServerContext*, const v1::DiagnoseJ
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::ListAlerts(grpc::ServerContext*, const v1::ListAlertsRequest* request,
+grpc::Status QueryService::ListAlerts(grpc::ServerContext* context, const v1::ListAlertsRequest* request,
                                       v1::ListAlertsResponse* response) {
+  std::string who;
+  if (grpc::Status allowed = authorizer_.Check(context, "/rocefab.v1.Query/ListAlerts", &who); !allowed.ok())
+    return allowed;
   if (alerter_ == nullptr) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "alerting is not set up");
   auto list = alerter_->List(request->include_resolved());
   if (!list.ok()) return ToGrpc(list.status());
@@ -151,35 +179,47 @@ grpc::Status QueryService::ListAlerts(grpc::ServerContext*, const v1::ListAlerts
 
 grpc::Status QueryService::Silence(grpc::ServerContext* context, const v1::SilenceRequest* request,
                                    v1::SilenceResponse* response) {
+  std::string who;
+  if (grpc::Status allowed = authorizer_.Check(context, "/rocefab.v1.Query/Silence", &who); !allowed.ok())
+    return allowed;
   if (alerter_ == nullptr) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "alerting is not set up");
   v1::Silence silence = request->silence();
-  if (silence.created_by().empty()) silence.set_created_by(context->peer());
+  silence.set_created_by(AuditName(who, silence.created_by()));
   auto added = alerter_->AddSilence(silence);
   if (!added.ok()) return ToGrpc(added.status());
   *response = std::move(*added);
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::Unsilence(grpc::ServerContext*, const v1::UnsilenceRequest* request,
+grpc::Status QueryService::Unsilence(grpc::ServerContext* context, const v1::UnsilenceRequest* request,
                                      v1::UnsilenceResponse*) {
+  std::string who;
+  if (grpc::Status allowed = authorizer_.Check(context, "/rocefab.v1.Query/Unsilence", &who); !allowed.ok())
+    return allowed;
   if (alerter_ == nullptr) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "alerting is not set up");
   return ToGrpc(alerter_->RemoveSilence(request->id()));
 }
 
 grpc::Status QueryService::RecordPlaybookRun(grpc::ServerContext* context, const v1::RecordPlaybookRunRequest* request,
                                              v1::RecordPlaybookRunResponse* response) {
+  std::string who;
+  if (grpc::Status allowed = authorizer_.Check(context, "/rocefab.v1.Query/RecordPlaybookRun", &who); !allowed.ok())
+    return allowed;
   v1::PlaybookRun run = request->run();
   if (run.playbook().empty() || run.result().empty())
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a playbook run needs its playbook and result");
-  if (run.who().empty()) run.set_who(context->peer());
+  run.set_who(AuditName(who, run.who()));
   auto id = store_.audit().Record(std::move(run));
   if (!id.ok()) return ToGrpc(id.status());
   response->set_id(*id);
   return grpc::Status::OK;
 }
 
-grpc::Status QueryService::ListPlaybookRuns(grpc::ServerContext*, const v1::ListPlaybookRunsRequest* request,
+grpc::Status QueryService::ListPlaybookRuns(grpc::ServerContext* context, const v1::ListPlaybookRunsRequest* request,
                                             v1::ListPlaybookRunsResponse* response) {
+  std::string who;
+  if (grpc::Status allowed = authorizer_.Check(context, "/rocefab.v1.Query/ListPlaybookRuns", &who); !allowed.ok())
+    return allowed;
   auto runs = store_.audit().List(request->limit());
   if (!runs.ok()) return ToGrpc(runs.status());
   for (auto& r : *runs) *response->add_runs() = std::move(r);

@@ -6,6 +6,7 @@
 #include "collector/fabric_context.h"
 #include "collector/store.h"
 #include "collector/telemetry_service.h"
+#include "common/authz.h"
 #include "common/clock.h"
 #include "rocefab/v1/query.grpc.pb.h"
 
@@ -15,9 +16,12 @@ class QueryService final : public v1::Query::Service {
  public:
   // `context` (topology, drained links) may be null: diagnoses then cannot
   // rule switches out of a job's paths.
-  QueryService(Store& store, const AgentRegistry& agents, const Clock& clock,
+  // Every RPC is checked by `authorizer`; a null ServerContext is an
+  // in-process call by the collector itself (automatic remediation).
+  QueryService(Store& store, const AgentRegistry& agents, const Clock& clock, const Authorizer& authorizer,
                FabricContextSource* context = nullptr, Alerter* alerter = nullptr)
-      : store_(store), agents_(agents), clock_(clock), context_(context), alerter_(alerter) {}
+      : store_(store), agents_(agents), clock_(clock), authorizer_(authorizer), context_(context),
+        alerter_(alerter) {}
   // Older counter history beyond the local store (may be null).
   void SetHistory(HistorySource* history) { history_ = history; }
 
@@ -46,6 +50,7 @@ class QueryService final : public v1::Query::Service {
   Store& store_;
   const AgentRegistry& agents_;
   const Clock& clock_;
+  const Authorizer& authorizer_;
   FabricContextSource* context_;
   Alerter* alerter_;
   HistorySource* history_ = nullptr;

@@ -15,32 +15,32 @@ constexpr char kLog[] = "remediation";
 // topology, and the controller it polls.
 class CollectorEnv final : public PlaybookEnv {
  public:
-  CollectorEnv(QueryService& query, Alerter& alerter, FabricContextSource& context, const Clock& clock,
-               std::mutex& mu, std::condition_variable& cv, const bool& stopping)
-      : query_(query), alerter_(alerter), context_(context), clock_(clock), mu_(mu), cv_(cv), stopping_(stopping) {}
+  CollectorEnv(QueryService& query, Alerter& alerter, FabricContextSource& context, const v1::TlsSettings& tls,
+               const Clock& clock, std::mutex& mu, std::condition_variable& cv, const bool& stopping)
+      : query_(query), alerter_(alerter), context_(context), tls_(tls), clock_(clock), mu_(mu), cv_(cv),
+        stopping_(stopping) {}
 
   absl::StatusOr<std::vector<v1::Anomaly>> ActiveAnomalies() override {
-    grpc::ServerContext ctx;
     v1::ListAnomaliesRequest req;
     req.set_active_only(true);
     v1::ListAnomaliesResponse resp;
-    const grpc::Status s = query_.ListAnomalies(&ctx, &req, &resp);
+    const grpc::Status s = query_.ListAnomalies(nullptr, &req, &resp);  // in-process
     if (!s.ok()) return absl::UnavailableError(s.error_message());
     return std::vector<v1::Anomaly>(resp.anomalies().begin(), resp.anomalies().end());
   }
   absl::StatusOr<v1::DiagnoseJobResponse> Diagnose(const std::string& job, int64_t window_us) override {
-    grpc::ServerContext ctx;
     v1::DiagnoseJobRequest req;
     req.set_job(job);
     req.set_window_us(window_us);
     v1::DiagnoseJobResponse resp;
-    const grpc::Status s = query_.DiagnoseJob(&ctx, &req, &resp);
+    const grpc::Status s = query_.DiagnoseJob(nullptr, &req, &resp);  // in-process
     if (!s.ok()) return absl::UnavailableError(s.error_message());
     return resp;
   }
   absl::StatusOr<v1::DrainResponse> Drain(const std::string& port, const std::string& reason) override {
     if (context_.controller().empty()) return absl::FailedPreconditionError("no controller configured");
-    auto channel = MakeChannel(context_.controller(), context_.tls());
+    // As the remediation identity: the controller authorizes and audits it.
+    auto channel = MakeChannel(context_.controller(), tls_);
     if (!channel.ok()) return channel.status();
     auto stub = v1::Controller::NewStub(*channel);
     grpc::ClientContext ctx;
@@ -49,7 +49,6 @@ class CollectorEnv final : public PlaybookEnv {
     req.set_kind("link");
     req.set_name(port);
     req.set_reason(reason);
-    req.set_who("rocefab-collectord (automatic remediation)");
     v1::DrainResponse resp;
     const grpc::Status s = stub->Drain(&ctx, req, &resp);
     if (!s.ok()) return absl::UnavailableError(StrCat("controller: ", s.error_message()));
@@ -71,16 +70,17 @@ class CollectorEnv final : public PlaybookEnv {
     return IsSwitchToSwitchLink(*topo, port);
   }
   int64_t NowUs() override { return clock_.NowUs(); }
-  void Pause(int64_t us) override {
-    // Between two polls of a verification; a stop cuts it short.
+  bool Pause(int64_t us) override {
+    // Between two polls of a verification; a stop cancels the run.
     std::unique_lock lock(mu_);
-    cv_.wait_for(lock, std::chrono::microseconds(us), [this] { return stopping_; });
+    return !cv_.wait_for(lock, std::chrono::microseconds(us), [this] { return stopping_; });
   }
 
  private:
   QueryService& query_;
   Alerter& alerter_;
   FabricContextSource& context_;
+  const v1::TlsSettings& tls_;
   const Clock& clock_;
   std::mutex& mu_;
   std::condition_variable& cv_;
@@ -118,8 +118,9 @@ absl::StatusOr<std::vector<AutoRunRule>> LoadAutoRunRules(const v1::RemediationC
 }
 
 AutoRemediator::AutoRemediator(std::vector<AutoRunRule> rules, Store& store, QueryService& query, Alerter& alerter,
-                               FabricContextSource& context, const Clock& clock)
-    : rules_(std::move(rules)), store_(store), query_(query), alerter_(alerter), context_(context), clock_(clock) {}
+                               FabricContextSource& context, v1::TlsSettings tls, const Clock& clock)
+    : rules_(std::move(rules)), store_(store), query_(query), alerter_(alerter), context_(context),
+      tls_(std::move(tls)), clock_(clock) {}
 
 AutoRemediator::~AutoRemediator() { Stop(); }
 
@@ -161,7 +162,7 @@ void AutoRemediator::OnFiring(const v1::Alert& alert) {
 }
 
 void AutoRemediator::Loop() {
-  CollectorEnv env(query_, alerter_, context_, clock_, mu_, cv_, stopping_);
+  CollectorEnv env(query_, alerter_, context_, tls_, clock_, mu_, cv_, stopping_);
   std::unique_lock lock(mu_);
   while (!stopping_) {
     cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });

@@ -3,7 +3,9 @@
 // collector config's `remediation.auto_run`), with rate limits: at most
 // `max_runs_per_hour` runs of a playbook, and one run per target per
 // `cooldown`. Runs go one at a time on a worker thread; each is recorded in
-// the playbook audit log like a manual `rocefab playbook run`.
+// the playbook audit log like a manual `rocefab playbook run`. A stop
+// cancels a running playbook between two polls; the run is recorded as
+// "cancelled".
 
 #include <condition_variable>
 #include <deque>
@@ -32,7 +34,7 @@ absl::StatusOr<std::vector<AutoRunRule>> LoadAutoRunRules(const v1::RemediationC
 class AutoRemediator final {
  public:
   AutoRemediator(std::vector<AutoRunRule> rules, Store& store, QueryService& query, Alerter& alerter,
-                 FabricContextSource& context, const Clock& clock);
+                 FabricContextSource& context, v1::TlsSettings tls, const Clock& clock);
   ~AutoRemediator();
   void Start();
   void Stop();
@@ -51,6 +53,7 @@ class AutoRemediator final {
   QueryService& query_;
   Alerter& alerter_;
   FabricContextSource& context_;
+  v1::TlsSettings tls_;  // the identity drains are made as
   const Clock& clock_;
   std::mutex mu_;
   std::condition_variable cv_;

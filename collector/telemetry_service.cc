@@ -18,11 +18,19 @@ bool ValidName(const std::string& name, size_t max_len) {
   return true;
 }
 
+// A stream refused before its first read.
+class DeniedReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1::Ack> {
+ public:
+  explicit DeniedReactor(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+
 class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1::Ack> {
  public:
-  PushReactor(Ingester& ingester, AgentRegistry& agents, CollectorMetrics& metrics,
-              std::string peer)
-      : ingester_(ingester), agents_(agents), metrics_(metrics), peer_(std::move(peer)) {
+  PushReactor(Ingester& ingester, AgentRegistry& agents, CollectorMetrics& metrics, const Clock& clock,
+              std::string peer, std::string identity, int64_t max_future_us)
+      : ingester_(ingester), agents_(agents), metrics_(metrics), clock_(clock), peer_(std::move(peer)),
+        identity_(std::move(identity)), max_future_us_(max_future_us) {
     StartRead(&incoming_);
   }
 
@@ -41,7 +49,25 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
       LOG_WARN(kLog, "dropped ", dropped, " collective record(s) of batch seq ", incoming_.seq(), " from ", peer_,
                ": ", dropped_why);
     }
-    std::string error = ValidateBatch(incoming_);
+    std::string error;
+    if (!identity_.empty() && incoming_.agent_id() != identity_)
+      error = StrCat("agent_id '", incoming_.agent_id(), "' is not this stream's certificate identity '",
+                     identity_, "'");
+    const int64_t now_us = clock_.NowUs();
+    if (error.empty()) {
+      metrics_.agent_clock_skew.Add({{"agent", incoming_.agent_id()}})
+          .Set(static_cast<double>(incoming_.created_us() - now_us) / 1e6);
+      const Screening screened = ScreenBatch(&incoming_, identity_, now_us, max_future_us_);
+      if (screened.foreign) metrics_.records_foreign.Increment(static_cast<double>(screened.foreign));
+      if (screened.future_dropped)
+        metrics_.readings_future_dropped.Increment(static_cast<double>(screened.future_dropped));
+      if (screened.future_clipped)
+        metrics_.readings_future_clipped.Increment(static_cast<double>(screened.future_clipped));
+      if (!screened.first_problem.empty())
+        LOG_WARN(kLog, "batch seq ", incoming_.seq(), " from ", peer_, ": ", screened.first_problem,
+                 " (", screened.foreign, " foreign, ", screened.future_dropped, " future-dated dropped)");
+      error = ValidateBatch(incoming_);
+    }
     if (error.empty() && !agent_id_.empty() &&
         (incoming_.agent_id() != agent_id_ || incoming_.agent_boot_id() != boot_id_))
       error = "agent id or boot id changed within one stream";
@@ -177,7 +203,10 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
   Ingester& ingester_;
   AgentRegistry& agents_;
   CollectorMetrics& metrics_;
+  const Clock& clock_;
   const std::string peer_;
+  const std::string identity_;  // the certificate's; empty in plaintext
+  const int64_t max_future_us_;
   v1::TelemetryBatch incoming_;  // owned by the read path only
   std::string agent_id_, boot_id_;
 
@@ -261,9 +290,85 @@ bool AgentRegistry::IsConnected(const std::string& agent_id) const {
   return streams_.count(agent_id) > 0;
 }
 
+namespace {
+
+bool SameHost(const std::string& record_host, const std::string& identity) {
+  if (record_host == identity) return true;
+  // An FQDN of the short name, or the short name of an FQDN identity.
+  const std::string a = record_host.substr(0, record_host.find('.'));
+  const std::string b = identity.substr(0, identity.find('.'));
+  return a == b && (a.size() == record_host.size() || b.size() == identity.size());
+}
+
+}  // namespace
+
+Screening ScreenBatch(v1::TelemetryBatch* batch, const std::string& identity, int64_t now_us,
+                      int64_t max_future_us) {
+  Screening out;
+  const std::string prefix = identity + "/";
+  auto* entities = batch->mutable_entities();
+  int kept = 0;
+  for (int i = 0; i < entities->size(); ++i) {
+    v1::EntitySamples& e = *entities->Mutable(i);
+    if (!identity.empty() && e.scope() != v1::SCOPE_COLL && !e.entity().starts_with(prefix)) {
+      if (out.first_problem.empty())
+        out.first_problem = StrCat("entity '", e.entity(), "' is not under '", prefix, "'");
+      ++out.foreign;
+      continue;
+    }
+    if (e.timestamp_us() > now_us + max_future_us) {
+      if (out.first_problem.empty())
+        out.first_problem = StrCat("entity '", e.entity(), "' is dated ", (e.timestamp_us() - now_us) / 1'000'000,
+                                   " s ahead of the collector's clock");
+      ++out.future_dropped;
+      continue;
+    }
+    if (e.timestamp_us() > now_us) {
+      e.set_timestamp_us(now_us);
+      ++out.future_clipped;
+    }
+    if (kept != i) entities->SwapElements(kept, i);
+    ++kept;
+  }
+  entities->DeleteSubrange(kept, entities->size() - kept);
+  auto* records = batch->mutable_collectives();
+  kept = 0;
+  for (int i = 0; i < records->size(); ++i) {
+    v1::CollectiveRecord& r = *records->Mutable(i);
+    if (!identity.empty() && !SameHost(r.host(), identity)) {
+      if (out.first_problem.empty())
+        out.first_problem = StrCat("a collective record of host '", r.host(), "' came from '", identity, "'");
+      ++out.foreign;
+      continue;
+    }
+    if (r.timestamp_us() > now_us + max_future_us) {
+      if (out.first_problem.empty())
+        out.first_problem = StrCat("collective record ", r.op(), " #", r.seq(), " is dated ",
+                                   (r.timestamp_us() - now_us) / 1'000'000, " s ahead of the collector's clock");
+      ++out.future_dropped;
+      continue;
+    }
+    if (r.timestamp_us() > now_us) {
+      r.set_timestamp_us(now_us);
+      ++out.future_clipped;
+    }
+    if (kept != i) records->SwapElements(kept, i);
+    ++kept;
+  }
+  records->DeleteSubrange(kept, records->size() - kept);
+  return out;
+}
+
 grpc::ServerBidiReactor<v1::TelemetryBatch, v1::Ack>* TelemetryService::Push(
     grpc::CallbackServerContext* context) {
-  return new PushReactor(ingester_, agents_, metrics_, context->peer());
+  std::string identity;
+  if (options_.authorizer != nullptr) {
+    grpc::Status allowed = options_.authorizer->Check(context, "/rocefab.v1.Telemetry/Push", &identity);
+    if (!allowed.ok()) return new DeniedReactor(std::move(allowed));
+    if (!options_.authorizer->enforcing()) identity.clear();
+  }
+  return new PushReactor(ingester_, agents_, metrics_, clock_, context->peer(), std::move(identity),
+                         options_.max_future_us);
 }
 
 }  // namespace rocefab::collector

@@ -11,6 +11,8 @@
 
 #include "collector/collector_metrics.h"
 #include "collector/ingester.h"
+#include "common/authz.h"
+#include "common/clock.h"
 #include "rocefab/v1/telemetry.grpc.pb.h"
 
 namespace rocefab::collector {
@@ -38,11 +40,34 @@ std::string CollectiveProblem(const v1::CollectiveRecord& record);
 // order; returns how many went, and the first one's reason.
 size_t DropBadCollectives(v1::TelemetryBatch* batch, std::string* first_problem);
 
+// What ScreenBatch removed or changed.
+struct Screening {
+  size_t foreign = 0;         // entities and records not the sender's
+  size_t future_dropped = 0;  // dated beyond the skew bound ahead
+  size_t future_clipped = 0;  // dated ahead within it: now stored at receipt time
+  std::string first_problem;
+};
+// Keeps what the sender may report and the collector can trust in time:
+// - with an `identity` (the certificate's), NIC, port and queue entities
+//   must be "<identity>/...", and collective records must come from host
+//   `identity` (or its FQDN);
+// - readings and records dated more than `max_future_us` after `now_us` are
+//   dropped, those dated after `now_us` by less are clipped to it, so one
+//   fast clock can never make later real readings look like replays.
+// Past dates are kept: they are replays from the agent's spool.
+Screening ScreenBatch(v1::TelemetryBatch* batch, const std::string& identity, int64_t now_us,
+                      int64_t max_future_us);
+
 class TelemetryService final : public v1::Telemetry::CallbackService {
  public:
   static constexpr int kMaxInFlight = 64;
-  TelemetryService(Ingester& ingester, AgentRegistry& agents, CollectorMetrics& metrics)
-      : ingester_(ingester), agents_(agents), metrics_(metrics) {}
+  struct Options {
+    const Authorizer* authorizer = nullptr;  // null: every sender may push anything
+    int64_t max_future_us = 10'000'000;
+  };
+  TelemetryService(Ingester& ingester, AgentRegistry& agents, CollectorMetrics& metrics,
+                   const Clock& clock, Options options)
+      : ingester_(ingester), agents_(agents), metrics_(metrics), clock_(clock), options_(options) {}
 
   grpc::ServerBidiReactor<v1::TelemetryBatch, v1::Ack>* Push(
       grpc::CallbackServerContext* context) override;
@@ -51,6 +76,8 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
   Ingester& ingester_;
   AgentRegistry& agents_;
   CollectorMetrics& metrics_;
+  const Clock& clock_;
+  Options options_;
 };
 
 }  // namespace rocefab::collector

@@ -93,7 +93,8 @@ class Collector {
     ingester_ = std::make_unique<Ingester>(Ingester::Options{}, *store_, nullptr, metrics_,
                                            SystemClock::Instance());
     agents_ = std::make_unique<AgentRegistry>(metrics_);
-    service_ = std::make_unique<TelemetryService>(*ingester_, *agents_, metrics_);
+    service_ = std::make_unique<TelemetryService>(*ingester_, *agents_, metrics_, SystemClock::Instance(),
+                                                  TelemetryService::Options{});
     ingester_->Start();
     auto server = StartGrpcServer(listen, {}, {service_.get()});
     EXPECT_TRUE(server.ok()) << server.status();

@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"json", "table"}))
       ->capture_default_str();
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
+  SecurityFlags security;
+  AddSecurityFlags(app, &security, /*serves_rpcs=*/false);
   if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
 
   constexpr char kProgram[] = "rocefab-hostd";
@@ -137,6 +139,9 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  v1::AuthorizationConfig unused;
+  if (auto status = ResolveSecurity(security, config.has_tls(), config.mutable_tls(), &unused); !status.ok())
+    return UsageError(kProgram, status);
   if (auto status = ValidateTls(config.tls()); !status.ok()) return UsageError(kProgram, status);
   TelemetryShipper::Options shipper_options;
   shipper_options.target = config.collector();

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include "agents/switch/switch_agent.h"
 #include "common/agent_loop.h"
+#include "common/authz.h"
 #include "common/daemon_setup.h"
 #include "common/duration.h"
 #include "common/grpc_util.h"
@@ -56,10 +57,34 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"json"}))
       ->capture_default_str();
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
+  std::string config_path;
+  app.add_option("--config", config_path, "YAML config (SwitchdConfig keys: collector, interval, backend, "
+                                          "state_dir, switch_name, listen, applied_state, spool_dir, tls, "
+                                          "authorization); flags override it")
+      ->check(CLI::ExistingFile);
+  SecurityFlags security;
+  AddSecurityFlags(app, &security, /*serves_rpcs=*/true);
   if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
 
+  v1::SwitchdConfig config;
+  if (auto status = LoadConfigIfGiven(config_path, &config); !status.ok()) return UsageError(kProgram, status);
+  // The file's values stand where no flag was given.
+  auto from_config = [&](const char* flag, const std::string& value, std::string* target) {
+    if (!app.count(flag) && !value.empty()) *target = value;
+  };
+  from_config("--collector", config.collector(), &collector);
+  from_config("--backend", config.backend(), &backend_name);
+  from_config("--state-dir", config.state_dir(), &state_dir);
+  from_config("--switch-name", config.switch_name(), &switch_name);
+  from_config("--listen", config.listen(), &listen);
+  from_config("--applied-state", config.applied_state(), &applied_state);
+  from_config("--spool-dir", config.spool_dir(), &spool_dir);
+  if (backend_name != "file" && backend_name != "linux")
+    return UsageError(kProgram, absl::InvalidArgumentError(StrCat("backend: '", backend_name, "' is neither file nor linux")));
+
   if (auto status = ApplyLogLevel(log_level); !status.ok()) return UsageError(kProgram, status);
-  auto interval = ResolveDurationUs("--interval", true, interval_text, false, {});
+  auto interval = ResolveDurationUs("--interval", app.count("--interval") > 0, interval_text,
+                                    config.has_interval(), config.interval());
   if (!interval.ok()) return UsageError(kProgram, interval.status());
   if (*interval < 10'000)
     return UsageError(kProgram, absl::InvalidArgumentError("interval must be at least 10ms"));
@@ -90,6 +115,13 @@ int main(int argc, char** argv) {
   }
   switchd::SwitchBackend& backend = *counters_backend;
 
+  if (!once) {
+    if (auto status = ResolveSecurity(security, config.has_tls(), config.mutable_tls(),
+                                      config.mutable_authorization());
+        !status.ok())
+      return UsageError(kProgram, status);
+    if (auto status = ValidateTls(config.tls()); !status.ok()) return UsageError(kProgram, status);
+  }
   if (once) {
     auto reading = backend.ReadCounters();
     if (!reading.ok()) {
@@ -108,8 +140,9 @@ int main(int argc, char** argv) {
     std::cerr << kProgram << ": " << status.message() << "\n";
     return 1;
   }
-  switchd::ConfigService config_service(applier);
-  auto server = StartGrpcServer(listen, {}, {&config_service});
+  Authorizer authorizer(config.authorization(), TlsEnabled(config.tls()));
+  switchd::ConfigService config_service(applier, authorizer);
+  auto server = StartGrpcServer(listen, config.tls(), {&config_service});
   if (!server.ok()) {
     std::cerr << kProgram << ": " << server.status().message() << "\n";
     return 1;
@@ -121,6 +154,7 @@ int main(int argc, char** argv) {
   options.agent_id = switch_name;
   options.agent_kind = v1::AGENT_KIND_SWITCH;
   options.spool_dir = spool_dir;
+  options.tls = config.tls();
   TelemetryShipper shipper(options, clock);
   if (auto status = shipper.Start(); !status.ok()) return UsageError(kProgram, status);
   switchd::SwitchAgent agent(backend, shipper, clock);

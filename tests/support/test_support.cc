@@ -13,6 +13,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -124,6 +125,29 @@ int FreeTcpPort() {
   boost::asio::ip::tcp::acceptor acceptor(
       io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
   return acceptor.local_endpoint().port();
+}
+
+DevCa::DevCa(const std::vector<std::string>& identities) {
+  if (!identities.empty()) Issue(identities);
+}
+
+void DevCa::Issue(const std::vector<std::string>& identities) {
+  std::vector<std::string> argv = {BinDir() + "/rocefab-dev-ca", dir_.path()};
+  argv.insert(argv.end(), identities.begin(), identities.end());
+  std::string out, err;
+  if (RunCommand(argv, &out, &err) != 0) {
+    std::fprintf(stderr, "rocefab-dev-ca failed: %s\n", err.c_str());
+    std::abort();
+  }
+}
+
+std::vector<std::string> DevCa::Flags(const std::string& identity) const {
+  return {"--tls-ca", ca(), "--tls-cert", cert(identity), "--tls-key", key(identity)};
+}
+
+std::vector<std::string> With(std::vector<std::string> argv, const std::vector<std::string>& extra) {
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
 }
 
 }  // namespace rocefab::testing

@@ -64,6 +64,26 @@ struct Daemon {
 Daemon StartDaemon(std::vector<std::string> argv, const std::string& log_path,
                    std::chrono::seconds timeout = std::chrono::seconds(20));
 
+// A throwaway CA and certificates (rocefab-dev-ca), so tests run the
+// daemons with mutual TLS and authorization on, as production does.
+class DevCa final {
+ public:
+  // Issues a certificate for each identity (more can be added later).
+  explicit DevCa(const std::vector<std::string>& identities = {});
+  void Issue(const std::vector<std::string>& identities);
+  // --tls-ca/--tls-cert/--tls-key for `identity`.
+  std::vector<std::string> Flags(const std::string& identity) const;
+  std::string ca() const { return dir_ / "ca.pem"; }
+  std::string cert(const std::string& identity) const { return dir_ / (identity + ".pem"); }
+  std::string key(const std::string& identity) const { return dir_ / (identity + ".key"); }
+  const std::string& dir() const { return dir_.path(); }
+
+ private:
+  TempDir dir_;
+};
+// `argv` with `extra` appended.
+std::vector<std::string> With(std::vector<std::string> argv, const std::vector<std::string>& extra);
+
 // Runs a command to completion, capturing stdout. Returns the exit code.
 int RunCommand(const std::vector<std::string>& argv, std::string* out, std::string* err = nullptr);
 
