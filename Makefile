@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 ARGS ?=
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build test demo bench clean format
+.PHONY: all deps configure build test demo bench fuzz clean format
 
 all: build
 
@@ -34,6 +34,11 @@ demo: build
 
 bench: build
 	@bash scripts/bench.sh $(BUILD_DIR)
+
+# A libFuzzer campaign over every fuzz target (clang, its own build dir;
+# RUNS=10000000 executions each by default). See scripts/fuzz.sh.
+fuzz: deps
+	@bash scripts/fuzz.sh
 
 format:
 	@git ls-files '*.cc' '*.h' | xargs clang-format -i

@@ -323,7 +323,10 @@ Result RunCollector(const Options& o, const std::string& dir, const std::string&
   Result r;
   r.receiver = remote_write.empty() ? "rocefab-collectord" : "collectord+rw";
   std::vector<std::string> argv = {testing::BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0",
-                                   "--db", dir + "/collector.db", "--metrics-listen", "127.0.0.1:0"};
+                                   "--db", dir + "/collector.db", "--metrics-listen", "127.0.0.1:0",
+                                   // The peers take plaintext HTTP here; so does the collector, so
+                                   // that the ratio compares storage, not TLS (docs/performance.md).
+                                   "--insecure"};
   if (!remote_write.empty()) argv.insert(argv.end(), {"--remote-write", remote_write});
   auto daemon = testing::StartDaemon(argv, dir + "/collector.log");
   if (!daemon.process) {

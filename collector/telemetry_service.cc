@@ -30,7 +30,7 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
   PushReactor(Ingester& ingester, AgentRegistry& agents, CollectorMetrics& metrics, const Clock& clock,
               std::string peer, std::string identity, int64_t max_future_us)
       : ingester_(ingester), agents_(agents), metrics_(metrics), clock_(clock), peer_(std::move(peer)),
-        identity_(std::move(identity)), max_future_us_(max_future_us) {
+        screen_(std::move(identity), max_future_us) {
     StartRead(&incoming_);
   }
 
@@ -41,36 +41,25 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
       MaybeFinishLocked(lock);
       return;
     }
-    // A bad collective record costs itself, not the batch (and the NIC
-    // counters in it): it is dropped and counted.
-    std::string dropped_why;
-    if (const size_t dropped = DropBadCollectives(&incoming_, &dropped_why); dropped > 0) {
-      metrics_.collectives_dropped.Increment(static_cast<double>(dropped));
-      LOG_WARN(kLog, "dropped ", dropped, " collective record(s) of batch seq ", incoming_.seq(), " from ", peer_,
-               ": ", dropped_why);
-    }
-    std::string error;
-    if (!identity_.empty() && incoming_.agent_id() != identity_)
-      error = StrCat("agent_id '", incoming_.agent_id(), "' is not this stream's certificate identity '",
-                     identity_, "'");
     const int64_t now_us = clock_.NowUs();
-    if (error.empty()) {
-      metrics_.agent_clock_skew.Add({{"agent", incoming_.agent_id()}})
-          .Set(static_cast<double>(incoming_.created_us() - now_us) / 1e6);
-      const Screening screened = ScreenBatch(&incoming_, identity_, now_us, max_future_us_);
-      if (screened.foreign) metrics_.records_foreign.Increment(static_cast<double>(screened.foreign));
-      if (screened.future_dropped)
-        metrics_.readings_future_dropped.Increment(static_cast<double>(screened.future_dropped));
-      if (screened.future_clipped)
-        metrics_.readings_future_clipped.Increment(static_cast<double>(screened.future_clipped));
-      if (!screened.first_problem.empty())
-        LOG_WARN(kLog, "batch seq ", incoming_.seq(), " from ", peer_, ": ", screened.first_problem,
-                 " (", screened.foreign, " foreign, ", screened.future_dropped, " future-dated dropped)");
-      error = ValidateBatch(incoming_);
+    const bool first = !screen_.started();
+    const PushScreen::Outcome taken = screen_.Take(&incoming_, now_us);
+    if (taken.bad_collectives > 0) {
+      metrics_.collectives_dropped.Increment(static_cast<double>(taken.bad_collectives));
+      LOG_WARN(kLog, "dropped ", taken.bad_collectives, " collective record(s) of batch seq ", incoming_.seq(),
+               " from ", peer_, ": ", taken.bad_why);
     }
-    if (error.empty() && !agent_id_.empty() &&
-        (incoming_.agent_id() != agent_id_ || incoming_.agent_boot_id() != boot_id_))
-      error = "agent id or boot id changed within one stream";
+    const Screening& screened = taken.screening;
+    if (screened.foreign) metrics_.records_foreign.Increment(static_cast<double>(screened.foreign));
+    if (screened.future_dropped)
+      metrics_.readings_future_dropped.Increment(static_cast<double>(screened.future_dropped));
+    if (screened.future_clipped)
+      metrics_.readings_future_clipped.Increment(static_cast<double>(screened.future_clipped));
+    if (!screened.first_problem.empty())
+      LOG_WARN(kLog, "batch seq ", incoming_.seq(), " from ", peer_, ": ", screened.first_problem, " (",
+               screened.foreign, " foreign, ", screened.future_dropped, " future-dated dropped)");
+    if (taken.skew_us) metrics_.agent_clock_skew.Add({{"agent", incoming_.agent_id()}}).Set(*taken.skew_us / 1e6);
+    const std::string& error = taken.error;
     if (!error.empty()) {
       metrics_.batches_rejected.Increment();
       LOG_WARN(kLog, "rejected batch seq ", incoming_.seq(), " from ", peer_, ": ", error);
@@ -84,9 +73,8 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
       if (!finishing_) StartRead(&incoming_);
       return;
     }
-    if (agent_id_.empty()) {
+    if (first) {
       agent_id_ = incoming_.agent_id();
-      boot_id_ = incoming_.agent_boot_id();
       agents_.Connected(agent_id_);
       LOG_INFO(kLog, "agent ", agent_id_, " connected from ", peer_);
     }
@@ -205,10 +193,9 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
   CollectorMetrics& metrics_;
   const Clock& clock_;
   const std::string peer_;
-  const std::string identity_;  // the certificate's; empty in plaintext
-  const int64_t max_future_us_;
+  PushScreen screen_;            // read path only
   v1::TelemetryBatch incoming_;  // owned by the read path only
-  std::string agent_id_, boot_id_;
+  std::string agent_id_;
 
   std::mutex mu_;
   std::deque<v1::Ack> acks_;  // front is being written when write_in_flight_
@@ -246,10 +233,42 @@ std::string ValidateBatch(const v1::TelemetryBatch& batch) {
   return "";
 }
 
+namespace {
+
+// Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
+bool ValidUtf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = s[i];
+    size_t extra;
+    uint32_t cp;
+    if (c < 0x80) extra = 0, cp = c;
+    else if ((c >> 5) == 0x6) extra = 1, cp = c & 0x1f;
+    else if ((c >> 4) == 0xe) extra = 2, cp = c & 0x0f;
+    else if ((c >> 3) == 0x1e) extra = 3, cp = c & 0x07;
+    else return false;
+    if (s.size() - i <= extra) return false;
+    for (size_t k = 1; k <= extra; ++k) {
+      const unsigned char cc = s[i + k];
+      if ((cc >> 6) != 0x2) return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if ((extra == 1 && cp < 0x80) || (extra == 2 && cp < 0x800) || (extra == 3 && cp < 0x10000) ||
+        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    i += extra + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::string CollectiveProblem(const v1::CollectiveRecord& record) {
   if (record.job().size() > 128 || record.comm().size() > 64 || record.host().size() > 253 ||
       record.op().empty() || record.op().size() > 32)
     return "a collective record has an empty op or an over-long job, comm, host or op";
+  if (!ValidUtf8(record.job()) || !ValidUtf8(record.comm()) || !ValidUtf8(record.host()) || !ValidUtf8(record.op()))
+    return "a collective record's job, comm, host or op is not UTF-8";
   if (!(record.exec_time_us() >= 0) || !(record.busbw_gbs() >= 0) || !(record.algbw_gbs() >= 0))
     return StrCat("collective record ", record.op(), " #", record.seq(), " has negative or NaN timing");
   return "";
@@ -301,6 +320,27 @@ bool SameHost(const std::string& record_host, const std::string& identity) {
 }
 
 }  // namespace
+
+PushScreen::Outcome PushScreen::Take(v1::TelemetryBatch* batch, int64_t now_us) {
+  Outcome out;
+  // A bad collective record costs itself, not the batch (and the NIC
+  // counters in it): it is dropped and counted.
+  out.bad_collectives = DropBadCollectives(batch, &out.bad_why);
+  if (!identity_.empty() && batch->agent_id() != identity_) {
+    out.error = StrCat("agent_id '", batch->agent_id(), "' is not this stream's certificate identity '", identity_, "'");
+    return out;
+  }
+  if (ValidName(batch->agent_id(), 253)) out.skew_us = batch->created_us() - now_us;
+  out.screening = ScreenBatch(batch, identity_, now_us, max_future_us_);
+  out.error = ValidateBatch(*batch);
+  if (out.error.empty() && started() && (batch->agent_id() != agent_id_ || batch->agent_boot_id() != boot_id_))
+    out.error = "agent id or boot id changed within one stream";
+  if (out.error.empty() && !started()) {
+    agent_id_ = batch->agent_id();
+    boot_id_ = batch->agent_boot_id();
+  }
+  return out;
+}
 
 Screening ScreenBatch(v1::TelemetryBatch* batch, const std::string& identity, int64_t now_us,
                       int64_t max_future_us) {

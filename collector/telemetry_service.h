@@ -7,6 +7,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "collector/collector_metrics.h"
@@ -57,6 +58,30 @@ struct Screening {
 // Past dates are kept: they are replays from the agent's spool.
 Screening ScreenBatch(v1::TelemetryBatch* batch, const std::string& identity, int64_t now_us,
                       int64_t max_future_us);
+
+// One Push stream's decisions about each batch, in order: drop malformed
+// collective records; refuse a batch whose agent_id is not the stream's
+// certificate identity; screen ownership and dates (ScreenBatch); validate;
+// and hold the stream to the agent and boot id of its first stored batch.
+class PushScreen final {
+ public:
+  struct Outcome {
+    std::string error;  // why the batch is rejected; empty when it is taken
+    Screening screening;
+    size_t bad_collectives = 0;
+    std::string bad_why;
+    std::optional<int64_t> skew_us;  // batch creation minus the collector's clock
+  };
+  PushScreen(std::string identity, int64_t max_future_us)
+      : identity_(std::move(identity)), max_future_us_(max_future_us) {}
+  Outcome Take(v1::TelemetryBatch* batch, int64_t now_us);
+  bool started() const { return !agent_id_.empty(); }
+
+ private:
+  const std::string identity_;  // the certificate's; empty in plaintext
+  const int64_t max_future_us_;
+  std::string agent_id_, boot_id_;
+};
 
 class TelemetryService final : public v1::Telemetry::CallbackService {
  public:

@@ -125,6 +125,93 @@ class Collector {
   std::string address_;
 };
 
+v1::EntitySamples* Entity(v1::TelemetryBatch* b, const std::string& name, int64_t ts_us,
+                          v1::Scope scope = v1::SCOPE_NIC) {
+  auto* e = b->add_entities();
+  e->set_scope(scope);
+  e->set_entity(name);
+  e->set_timestamp_us(ts_us);
+  auto* sample = e->add_samples();
+  sample->set_counter("rx_bytes");
+  sample->set_value(1);
+  return e;
+}
+
+// Before: one reading dated an hour ahead made every later real reading of
+// its entity look like a replay (detectors keep the newest timestamp), and
+// one future collective record pruned its job's window.
+TEST(ScreenBatch, FutureDatesAreClippedOrDroppedAndPastOnesKept) {
+  const int64_t now = 1'800'000'000'000'000;
+  v1::TelemetryBatch b;
+  Entity(&b, "h1/mlx5_0", now + 3600'000'000LL);   // an hour ahead: dropped
+  Entity(&b, "h1/mlx5_1", now + 2'000'000);        // 2 s ahead: clipped to now
+  Entity(&b, "h1/mlx5_2", now - 3600'000'000LL);   // a replay from the spool: kept
+  auto* future = b.add_collectives();
+  future->set_op("AllReduce");
+  future->set_host("h1");
+  future->set_timestamp_us(now + 86400'000'000LL);
+  auto* fine = b.add_collectives();
+  fine->set_op("AllReduce");
+  fine->set_host("h1");
+  fine->set_timestamp_us(now - 1000);
+  const Screening s = ScreenBatch(&b, "", now, 10'000'000);
+  EXPECT_EQ(s.future_dropped, 2u);
+  EXPECT_EQ(s.future_clipped, 1u);
+  ASSERT_EQ(b.entities_size(), 2);
+  EXPECT_EQ(b.entities(0).entity(), "h1/mlx5_1");
+  EXPECT_EQ(b.entities(0).timestamp_us(), now);
+  EXPECT_EQ(b.entities(1).timestamp_us(), now - 3600'000'000LL);
+  ASSERT_EQ(b.collectives_size(), 1);
+  EXPECT_EQ(b.collectives(0).timestamp_us(), now - 1000);
+  EXPECT_NE(s.first_problem.find("ahead of the collector's clock"), std::string::npos) << s.first_problem;
+}
+
+// A job name that is not UTF-8 (a dump directory's bytes) costs its record,
+// not the batch.
+TEST(ValidateBatch, ACollectiveRecordWhoseNamesAreNotUtf8IsDropped) {
+  v1::TelemetryBatch b;
+  for (const char* job : {"4711", "47\xff" "11", "\xc3\x28", "\xed\xa0\x80", "caf\xc3\xa9", "\xf0\x9f\x9a\x80"}) {
+    auto* r = b.add_collectives();
+    r->set_op("AllReduce");
+    r->set_job(job);
+  }
+  std::string why;
+  EXPECT_EQ(DropBadCollectives(&b, &why), 3u);
+  EXPECT_NE(why.find("not UTF-8"), std::string::npos) << why;
+  ASSERT_EQ(b.collectives_size(), 3);
+  EXPECT_EQ(b.collectives(1).job(), "caf\xc3\xa9");
+}
+
+// Before: agent_id and entity names were whatever the sender wrote, so any
+// agent could forge another host's NIC or a switch's link_flap.
+TEST(ScreenBatch, AnAgentReportsOnlyWhatItsCertificateOwns) {
+  const int64_t now = 1'800'000'000'000'000;
+  v1::TelemetryBatch b;
+  Entity(&b, "z1-r01-h1/mlx5_0", now);
+  Entity(&b, "z1-r01-h2/mlx5_0", now);                         // another host's NIC
+  Entity(&b, "z1-rtsw01/Ethernet12", now, v1::SCOPE_PORT);     // a switch port
+  Entity(&b, "z1-r01-h1x/mlx5_0", now);                        // a prefix is not ownership
+  for (const char* host : {"z1-r01-h1", "z1-r01-h1.cluster.example.net", "z1-r01-h2"}) {
+    auto* r = b.add_collectives();
+    r->set_op("AllReduce");
+    r->set_host(host);
+    r->set_timestamp_us(now);
+  }
+  const Screening s = ScreenBatch(&b, "z1-r01-h1", now, 10'000'000);
+  EXPECT_EQ(s.foreign, 4u);
+  ASSERT_EQ(b.entities_size(), 1);
+  EXPECT_EQ(b.entities(0).entity(), "z1-r01-h1/mlx5_0");
+  EXPECT_EQ(b.collectives_size(), 2) << "its own records, under its short name or FQDN";
+  // The stream's screen refuses a batch in another agent's name outright.
+  PushScreen screen("z1-r01-h1", 10'000'000);
+  v1::TelemetryBatch forged;
+  forged.set_agent_id("z1-rtsw01");
+  forged.set_agent_boot_id("boot");
+  forged.set_seq(1);
+  EXPECT_NE(screen.Take(&forged, now).error.find("not this stream's certificate identity"), std::string::npos);
+  EXPECT_FALSE(screen.started());
+}
+
 TEST(TelemetryService, RawStreamAcksStoredDuplicateAndRejected) {
   testing::TempDir dir;
   Collector collector(dir / "db");

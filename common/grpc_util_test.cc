@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "rocefab/v1/query.grpc.pb.h"
 #include "tests/support/test_support.h"
 
@@ -146,6 +148,49 @@ TEST_F(MutualTls, ClientFromAnotherCaIsRefused) {
   rogue.set_key(dir_ / "rogue.key");
   int64_t now_us = 0;
   EXPECT_FALSE(Call(server->bound_address, rogue, &now_us).ok());
+  server->server->Shutdown();
+}
+
+// The server's certificate is rotated on disk while it runs: new
+// connections get the new one within reload_interval, without a restart.
+TEST(TlsReload, ARotatedServerCertificateIsServedWithoutARestart) {
+  testing::DevCa ca({"alpha", "beta", "client"});
+  testing::TempDir live;
+  auto install = [&](const std::string& identity) {
+    // Written aside and renamed, as certificate tooling does.
+    testing::WriteFile(live / "server.pem.new", testing::ReadFile(ca.cert(identity)));
+    testing::WriteFile(live / "server.key.new", testing::ReadFile(ca.key(identity)));
+    std::rename((live / "server.key.new").c_str(), (live / "server.key").c_str());
+    std::rename((live / "server.pem.new").c_str(), (live / "server.pem").c_str());
+  };
+  install("alpha");
+  v1::TlsSettings server_tls;
+  server_tls.set_ca(ca.ca());
+  server_tls.set_cert(live / "server.pem");
+  server_tls.set_key(live / "server.key");
+  server_tls.mutable_reload_interval()->set_seconds(1);
+  MarkerService service;
+  auto server = StartGrpcServer("127.0.0.1:0", server_tls, {&service});
+  ASSERT_TRUE(server.ok()) << server.status();
+  v1::TlsSettings client_tls;
+  client_tls.set_ca(ca.ca());
+  client_tls.set_cert(ca.cert("client"));
+  client_tls.set_key(ca.key("client"));
+  // The server's certificate name, as a new connection sees it.
+  auto served_name = [&]() -> std::string {
+    auto channel = MakeChannel(server->bound_address, client_tls);
+    if (!channel.ok()) return "";
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::ListAgentsResponse response;
+    if (!v1::Query::NewStub(*channel)->ListAgents(&context, {}, &response).ok()) return "";
+    for (const auto& name : context.auth_context()->FindPropertyValues("x509_common_name"))
+      return std::string(name.data(), name.size());
+    return "";
+  };
+  EXPECT_EQ(served_name(), "alpha");
+  install("beta");
+  EXPECT_TRUE(testing::WaitFor([&] { return served_name() == "beta"; }, std::chrono::seconds(10)));
   server->server->Shutdown();
 }
 

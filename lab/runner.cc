@@ -57,6 +57,18 @@ class Daemons {
                      uint32_t collectors = 1) {
     std::filesystem::create_directories(run_dir_ + "/logs");
     controller_listen_ = StrCat("unix:", run_dir_, "/logs/controller.sock");
+    // A throwaway CA and one certificate per daemon and for the operator:
+    // the lab runs with mutual TLS and authorization on, as production does.
+    {
+      std::vector<std::string> argv = {bin_dir_ + "/rocefab-dev-ca", pki(), "rocefab-collectord",
+                                       "rocefab-controllerd", "lab-operator"};
+      for (const auto& h : topo.hosts()) argv.push_back(h.name());
+      for (const auto& sw : topo.switches()) argv.push_back(sw.name());
+      auto ca = Subprocess::Spawn({argv, {}, run_dir_ + "/logs/dev-ca.out", run_dir_ + "/logs/dev-ca.out"});
+      if (!ca.ok()) return ca.status();
+      if ((*ca)->Wait() != 0)
+        return absl::UnavailableError(StrCat("rocefab-dev-ca failed: ", ReadWholeFile(run_dir_ + "/logs/dev-ca.out").value_or("")));
+    }
     // One collector per shard; zones are dealt out to shards in order.
     const uint32_t shards = std::max<uint32_t>(1, collectors);
     std::vector<std::string> zones;
@@ -72,7 +84,9 @@ class Daemons {
       std::vector<std::string> collector_argv = {bin_dir_ + "/rocefab-collectord", "--listen", "127.0.0.1:0",
                                                  "--metrics-listen", "127.0.0.1:0", "--db",
                                                  run_dir_ + "/collector" + suffix + ".db",
-                                                 "--topology", run_dir_ + "/topology.yaml"};
+                                                 "--topology", run_dir_ + "/topology.yaml",
+                                                 "--grant", "operator=lab-operator"};
+      AddTls(&collector_argv, "rocefab-collectord");
       collector_argv.insert(collector_argv.end(), collector_args.begin(), collector_args.end());
       if (with_controller) {
         collector_argv.push_back("--controller");
@@ -103,11 +117,13 @@ class Daemons {
     size_t expected = 0;
     for (const auto& host : topo.hosts()) {
       const std::string root = live + "/hosts/" + host.name();
-      auto p = Subprocess::Spawn(
-          {{bin_dir_ + "/rocefab-hostd", "--collector", shard_grpc_[shard_of_zone(host.zone())], "--interval", interval,
+      std::vector<std::string> argv = {bin_dir_ + "/rocefab-hostd", "--collector", shard_grpc_[shard_of_zone(host.zone())], "--interval", interval,
             "--host-name", host.name(), "--sysfs-root", root + "/sys", "--proc-root",
             root + "/proc", "--ethtool-dir", root + "/ethtool", "--no-netlink",
-            "--inspector-glob", root + "/nccl-inspector-*"},
+            "--inspector-glob", root + "/nccl-inspector-*"};
+      AddTls(&argv, host.name());
+      auto p = Subprocess::Spawn(
+          {argv,
            {{"NOTIFY_SOCKET", agents_ready.path()}},
            run_dir_ + "/logs/hostd-" + host.name() + ".out",
            run_dir_ + "/logs/hostd-" + host.name() + ".log"});
@@ -116,10 +132,12 @@ class Daemons {
       ++expected;
     }
     for (const auto& sw : topo.switches()) {
-      auto p = Subprocess::Spawn(
-          {{bin_dir_ + "/rocefab-switchd", "--collector", shard_grpc_[shard_of_zone(sw.zone())], "--interval", interval,
+      std::vector<std::string> argv = {bin_dir_ + "/rocefab-switchd", "--collector", shard_grpc_[shard_of_zone(sw.zone())], "--interval", interval,
             "--backend", "file", "--state-dir", live + "/switches", "--switch-name",
-            sw.name(), "--listen", "127.0.0.1:0"},
+            sw.name(), "--listen", "127.0.0.1:0"};
+      AddTls(&argv, sw.name());
+      auto p = Subprocess::Spawn(
+          {argv,
            {{"NOTIFY_SOCKET", agents_ready.path()}},
            run_dir_ + "/logs/switchd-" + sw.name() + ".out",
            run_dir_ + "/logs/switchd-" + sw.name() + ".log"});
@@ -135,10 +153,29 @@ class Daemons {
       const std::string sw = StatusField(*ready, "switch");
       if (!sw.empty()) switch_endpoints_[sw] = StatusField(*ready, "grpc");
     }
-    auto channel = MakeChannel(shard_grpc_.front(), {});
+    v1::TlsSettings tls;
+    tls.set_ca(pki() + "/ca.pem");
+    tls.set_cert(pki() + "/lab-operator.pem");
+    tls.set_key(pki() + "/lab-operator.key");
+    auto channel = MakeChannel(shard_grpc_.front(), tls);
     if (!channel.ok()) return channel.status();
     query_ = v1::Query::NewStub(*channel);
     return absl::OkStatus();
+  }
+
+  std::string pki() const { return run_dir_ + "/pki"; }
+  // `identity`'s certificate, as daemon flags.
+  void AddTls(std::vector<std::string>* argv, const std::string& identity) const {
+    for (const std::string& flag : std::vector<std::string>{"--tls-ca", pki() + "/ca.pem", "--tls-cert",
+                                                            pki() + "/" + identity + ".pem", "--tls-key",
+                                                            pki() + "/" + identity + ".key"})
+      argv->push_back(flag);
+  }
+  // The operator's certificate, as the CLI (and the Slurm scripts) take it.
+  std::map<std::string, std::string> CliEnv() const {
+    return {{"ROCEFAB_TLS_CA", pki() + "/ca.pem"},
+            {"ROCEFAB_TLS_CERT", pki() + "/lab-operator.pem"},
+            {"ROCEFAB_TLS_KEY", pki() + "/lab-operator.key"}};
   }
 
   // SIGTERM everything (agents first, collector last), then SIGKILL
@@ -168,10 +205,14 @@ class Daemons {
       controller_.reset();
     }
     NotifySocket ready(run_dir_ + "/logs/.notify-controller");
-    auto controller = Subprocess::Spawn(
-        {{bin_dir_ + "/rocefab-controllerd", "--listen", controller_listen_, "--db",
+    std::vector<std::string> argv = {bin_dir_ + "/rocefab-controllerd", "--listen", controller_listen_, "--db",
           run_dir_ + "/controller.db", "--topology", run_dir_ + "/topology.yaml", "--policy", policy,
-          "--collector", shard_grpc_.front(), "--switch-agents-json", run_dir_ + "/endpoints.json"},
+          "--collector", grpc_, "--switch-agents-json", run_dir_ + "/endpoints.json",
+          // The operator may roll out; the collector's automatic remediation may drain.
+          "--grant", "admin=lab-operator", "--grant", "operator=rocefab-collectord"};
+    AddTls(&argv, "rocefab-controllerd");
+    auto controller = Subprocess::Spawn(
+        {argv,
          {{"NOTIFY_SOCKET", ready.path()}},
          run_dir_ + "/logs/controllerd.out",
          run_dir_ + "/logs/controllerd.log"});
@@ -184,7 +225,7 @@ class Daemons {
     auto apply = Subprocess::Spawn({{bin_dir_ + "/rocefab", "--controller", controller_address_, "config",
                                      "apply", "--canary", "1", "--wave-size", "64", "--gate-seconds",
                                      "0", "--why", why},
-                                    {},
+                                    CliEnv(),
                                     out,
                                     out});
     if (!apply.ok()) return apply.status();
@@ -481,7 +522,7 @@ int Run(const RunOptions& options) {
                                      "start", "--id", m.jobs()[j].id, "--name",
                                      m.jobs()[j].name.empty() ? m.jobs()[j].id : m.jobs()[j].name,
                                      "--ranks", ranks_path},
-                                    {},
+                                    daemons.CliEnv(),
                                     options.run_dir + "/logs/job-start.out",
                                     options.run_dir + "/logs/job-start.out"});
       if (!cli.ok() || (*cli)->Wait() != 0)
@@ -511,7 +552,7 @@ int Run(const RunOptions& options) {
       std::printf("\n$ rocefab %s\n", command.c_str());
       std::fflush(stdout);
       const std::string out_path = options.run_dir + "/logs/show.out";
-      auto cli = Subprocess::Spawn({argv, {}, out_path, out_path});
+      auto cli = Subprocess::Spawn({argv, daemons.CliEnv(), out_path, out_path});
       if (cli.ok()) {
         (*cli)->Wait();
         std::ifstream in(out_path);
@@ -573,9 +614,16 @@ int Run(const RunOptions& options) {
       if (!kept_announced && options.daemons) {
         kept_announced = true;
         std::printf("rocefab-lab: scenario time is over; still running for exploration (--keep).\n"
-                    "  export ROCEFAB_COLLECTOR=%s\n  rocefab agents\n"
+                    "  export ROCEFAB_COLLECTOR=%s\n"
+                    "  export ROCEFAB_TLS_CA=%s/ca.pem ROCEFAB_TLS_CERT=%s/lab-operator.pem "
+                    "ROCEFAB_TLS_KEY=%s/lab-operator.key\n"
+                    "%s%s%s"
+                    "  rocefab agents\n"
                     "  metrics: http://%s/metrics\n  stop with Ctrl-C or: kill %d\n",
-                    daemons.grpc().c_str(), daemons.metrics().c_str(), getpid());
+                    daemons.grpc().c_str(), daemons.pki().c_str(), daemons.pki().c_str(), daemons.pki().c_str(),
+                    daemons.controller_address().empty() ? "" : "  export ROCEFAB_CONTROLLER=",
+                    daemons.controller_address().c_str(), daemons.controller_address().empty() ? "" : "\n",
+                    daemons.metrics().c_str(), getpid());
         std::fflush(stdout);
       }
     }

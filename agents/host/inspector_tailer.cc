@@ -32,6 +32,12 @@ std::string JobFromDumpDir(std::string_view dir_name) {
   if (!dir_name.starts_with(kPrefix)) return "";
   std::string_view job = dir_name.substr(kPrefix.size());
   if (job.empty() || job == "unknown-jobid") return "";
+  // Printable ASCII of at most 128 characters (the collector's limit), like
+  // a Slurm job id; anything else could not travel (proto3 strings must be
+  // UTF-8), so the collector's registry names the job instead.
+  if (job.size() > 128) return "";
+  for (unsigned char c : job)
+    if (c < 0x21 || c > 0x7e) return "";
   return std::string(job);
 }
 

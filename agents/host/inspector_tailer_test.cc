@@ -63,6 +63,17 @@ TEST(JobFromDumpDir, SlurmIdOrNothing) {
   EXPECT_EQ(JobFromDumpDir("something-else"), "");
 }
 
+// A directory name is bytes, not UTF-8. A job name that is not valid UTF-8
+// breaks every consumer that checks proto3 strings or writes JSON (and the
+// collector drops such records); an over-long one is dropped there too.
+// Neither leaves the agent: the registry's job for the host is used instead.
+TEST(JobFromDumpDir, NamesThatCannotTravelAreLeftToTheRegistry) {
+  EXPECT_EQ(JobFromDumpDir("nccl-inspector-47\xff" "11"), "");
+  EXPECT_EQ(JobFromDumpDir("nccl-inspector-\xc3\x28"), "");
+  EXPECT_EQ(JobFromDumpDir("nccl-inspector-" + std::string(200, '7')), "");
+  EXPECT_EQ(JobFromDumpDir("nccl-inspector-job 7"), "") << "no spaces or control characters";
+}
+
 class Tailer : public ::testing::Test {
  protected:
   void Append(const std::string& text) {

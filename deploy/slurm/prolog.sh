@@ -6,10 +6,16 @@
 #
 # Settings (environment or /etc/rocefab/slurm.env):
 #   ROCEFAB_COLLECTOR   host:port of rocefab-collectord (default 127.0.0.1:9410)
+#   ROCEFAB_TLS_CA, ROCEFAB_TLS_CERT, ROCEFAB_TLS_KEY
+#                       the Slurm controller's client certificate; its CN
+#                       must hold the operator role at the collector
+#                       (docs/security.md)
 #   ROCEFAB_TOPOLOGY    topology YAML, to map each GPU to its NIC (optional)
 #   ROCEFAB_GPUS        GPUs per host (default: SLURM_GPUS_ON_NODE, else 8)
 set -u
+set -a  # the rocefab CLI reads ROCEFAB_TLS_* from the environment
 [ -r /etc/rocefab/slurm.env ] && . /etc/rocefab/slurm.env
+set +a
 collector=${ROCEFAB_COLLECTOR:-127.0.0.1:9410}
 gpus=${ROCEFAB_GPUS:-${SLURM_GPUS_ON_NODE:-8}}
 args=(--collector "$collector" job start --id "${SLURM_JOB_ID:?}" --name "${SLURM_JOB_NAME:-}"

@@ -21,6 +21,16 @@ TEST(DeployConfig, HostdExampleLoads) {
   EXPECT_EQ(config.interval().seconds(), 1);
 }
 
+TEST(DeployConfig, SwitchdExampleLoads) {
+  v1::SwitchdConfig config;
+  absl::Status status =
+      LoadYamlConfigFile(std::string(ROCEFAB_SOURCE_DIR) + "/deploy/config/switchd.yaml", &config);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(config.backend(), "linux");
+  EXPECT_EQ(config.tls().ca(), "/etc/rocefab/tls/ca.pem");
+  EXPECT_EQ(config.authorization().controller(0), "rocefab-controllerd");
+}
+
 TEST(DeployConfig, CollectordExampleLoads) {
   v1::CollectordConfig config;
   absl::Status status = LoadYamlConfigFile(

@@ -348,7 +348,7 @@ TEST(Lab, ShardedCollectorsNameAZone2StormUnderAJobSpanningBothZones) {
   const std::string zone1 = collectors.substr(0, comma), zone2 = collectors.substr(comma + 1);
   auto storms_on = [&](const std::string& collector) {
     std::string out, err;
-    if (testing::RunCommand({testing::BinDir() + "/rocefab", "--collector", collector, "fabric", "health",
+    if (testing::RunCommand({testing::BinDir() + "/rocefab", "--tls-ca", run_dir + "/pki/ca.pem", "--tls-cert", run_dir + "/pki/lab-operator.pem", "--tls-key", run_dir + "/pki/lab-operator.key", "--collector", collector, "fabric", "health",
                              "-o", "json"},
                             &out, &err) != 0)
       return -1;
@@ -363,7 +363,7 @@ TEST(Lab, ShardedCollectorsNameAZone2StormUnderAJobSpanningBothZones) {
   ASSERT_TRUE(testing::WaitFor(
       [&] {
         std::string out, err;
-        if (testing::RunCommand({testing::BinDir() + "/rocefab", "--collector", collectors, "job", "diagnose",
+        if (testing::RunCommand({testing::BinDir() + "/rocefab", "--tls-ca", run_dir + "/pki/ca.pem", "--tls-cert", run_dir + "/pki/lab-operator.pem", "--tls-key", run_dir + "/pki/lab-operator.key", "--collector", collectors, "job", "diagnose",
                                  "4724", "--window", "1m", "-o", "json"},
                                 &out, &err) != 0)
           return false;
@@ -385,7 +385,7 @@ TEST(Lab, ShardedCollectorsNameAZone2StormUnderAJobSpanningBothZones) {
   // The job was registered on both shards.
   for (const std::string& shard : {zone1, zone2}) {
     std::string out, err;
-    ASSERT_EQ(testing::RunCommand({testing::BinDir() + "/rocefab", "--collector", shard, "job", "list", "-o", "json"},
+    ASSERT_EQ(testing::RunCommand({testing::BinDir() + "/rocefab", "--tls-ca", run_dir + "/pki/ca.pem", "--tls-cert", run_dir + "/pki/lab-operator.pem", "--tls-key", run_dir + "/pki/lab-operator.key", "--collector", shard, "job", "list", "-o", "json"},
                                   &out, &err),
               0)
         << err;

@@ -96,6 +96,7 @@ class RemoteWritePeers : public ::testing::Test {
   }
 
   testing::TempDir dir_;
+  testing::DevCa ca_{{"rocefab-collectord", "z1-r01-h1", "z1-r01-h2", "alice"}};
   std::string victoria_addr_ = "127.0.0.1:" + std::to_string(testing::FreeTcpPort());
   std::unique_ptr<Subprocess> victoria_;
 };
@@ -122,7 +123,8 @@ TEST_F(RemoteWritePeers, EverySampleArrivesAtVictoriaMetricsAndPrometheusAcrossA
       {BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--db", dir_ / "collector.db",
        "--metrics-listen", "127.0.0.1:0", "--remote-write",
        "http://" + victoria_addr_ + "/api/v1/write", "--remote-write",
-       "http://" + prom + "/api/v1/write"},
+       "http://" + prom + "/api/v1/write", "--tls-ca", ca_.ca(), "--tls-cert", ca_.cert("rocefab-collectord"),
+       "--tls-key", ca_.key("rocefab-collectord")},
       dir_ / "collector.log");
   ASSERT_TRUE(collector.process) << testing::ReadFile(dir_ / "collector.log");
   const std::string grpc = testing::StatusField(collector.status, "grpc");
@@ -134,7 +136,8 @@ TEST_F(RemoteWritePeers, EverySampleArrivesAtVictoriaMetricsAndPrometheusAcrossA
     hosts.push_back(testing::StartDaemon(
         {BinDir() + "/rocefab-hostd", "--collector", grpc, "--interval", "200ms", "--sysfs-root",
          root + "/sys", "--proc-root", root + "/proc", "--ethtool-dir", root + "/ethtool",
-         "--host-name", host, "--no-netlink"},
+         "--host-name", host, "--no-netlink", "--tls-ca", ca_.ca(), "--tls-cert", ca_.cert(host), "--tls-key",
+         ca_.key(host)},
         dir_ / (std::string(host) + ".log")));
     ASSERT_TRUE(hosts.back().process) << testing::ReadFile(dir_ / (std::string(host) + ".log"));
   }
@@ -229,7 +232,8 @@ TEST_F(RemoteWritePeers, CountersOlderThanTheLocalStoreComeBackFromVictoriaMetri
   const std::string vm_write = "http://" + victoria_addr_ + "/api/v1/write";
   auto writer = testing::StartDaemon({BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--db",
                                       dir_ / "writer.db", "--metrics-listen", "127.0.0.1:0", "--remote-write",
-                                      vm_write},
+                                      vm_write, "--tls-ca", ca_.ca(), "--tls-cert", ca_.cert("rocefab-collectord"),
+                                      "--tls-key", ca_.key("rocefab-collectord")},
                                      dir_ / "writer.log");
   ASSERT_TRUE(writer.process) << testing::ReadFile(dir_ / "writer.log");
   const std::string root = dir_ / "host";
@@ -265,7 +269,8 @@ TEST_F(RemoteWritePeers, CountersOlderThanTheLocalStoreComeBackFromVictoriaMetri
   auto host = testing::StartDaemon(
       {BinDir() + "/rocefab-hostd", "--collector", testing::StatusField(writer.status, "grpc"), "--interval",
        "200ms", "--sysfs-root", root + "/sys", "--proc-root", root + "/proc", "--ethtool-dir", root + "/ethtool",
-       "--host-name", "z1-r01-h1", "--no-netlink", "--inspector-glob", dir_ / "nccl-inspector-*"},
+       "--host-name", "z1-r01-h1", "--no-netlink", "--inspector-glob", dir_ / "nccl-inspector-*", "--tls-ca",
+       ca_.ca(), "--tls-cert", ca_.cert("z1-r01-h1"), "--tls-key", ca_.key("z1-r01-h1")},
       dir_ / "hostd.log");
   ASSERT_TRUE(host.process) << testing::ReadFile(dir_ / "hostd.log");
   ASSERT_TRUE(testing::WaitFor([&] { return VictoriaSamples() > 2000; }, std::chrono::seconds(30)));
@@ -300,11 +305,12 @@ TEST_F(RemoteWritePeers, CountersOlderThanTheLocalStoreComeBackFromVictoriaMetri
   // A collector with an empty store and the TSDB as its history.
   auto reader = testing::StartDaemon({BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--db",
                                       dir_ / "reader.db", "--metrics-listen", "127.0.0.1:0", "--history-url",
-                                      "http://" + victoria_addr_},
+                                      "http://" + victoria_addr_, "--tls-ca", ca_.ca(), "--tls-cert",
+                                      ca_.cert("rocefab-collectord"), "--tls-key", ca_.key("rocefab-collectord")},
                                      dir_ / "reader.log");
   ASSERT_TRUE(reader.process) << testing::ReadFile(dir_ / "reader.log");
   std::string out, err;
-  ASSERT_EQ(testing::RunCommand({BinDir() + "/rocefab", "--collector", testing::StatusField(reader.status, "grpc"),
+  ASSERT_EQ(testing::RunCommand({BinDir() + "/rocefab", "--tls-ca", ca_.ca(), "--tls-cert", ca_.cert("alice"), "--tls-key", ca_.key("alice"), "--collector", testing::StatusField(reader.status, "grpc"),
                                  "counters", "--host", "z1-r01-h1", "--since", "30m", "-o", "json"},
                                 &out, &err),
             0)
@@ -339,7 +345,7 @@ TEST_F(RemoteWritePeers, CountersOlderThanTheLocalStoreComeBackFromVictoriaMetri
   std::cout << "[history] series=" << compared << " with rates=" << rated << "\n";
 
   // The job's collective timeline, read back as `rocefab job show` shows it.
-  ASSERT_EQ(testing::RunCommand({BinDir() + "/rocefab", "--collector", testing::StatusField(reader.status, "grpc"),
+  ASSERT_EQ(testing::RunCommand({BinDir() + "/rocefab", "--tls-ca", ca_.ca(), "--tls-cert", ca_.cert("alice"), "--tls-key", ca_.key("alice"), "--collector", testing::StatusField(reader.status, "grpc"),
                                  "job", "show", "4711", "--since", "30m", "--bucket", "10s", "-o", "json"},
                                 &out, &err),
             0)
@@ -368,7 +374,7 @@ TEST_F(RemoteWritePeers, CountersOlderThanTheLocalStoreComeBackFromVictoriaMetri
   // the older part is missing.
   victoria_->Signal(SIGTERM);
   victoria_->Wait();
-  ASSERT_EQ(testing::RunCommand({BinDir() + "/rocefab", "--collector", testing::StatusField(reader.status, "grpc"),
+  ASSERT_EQ(testing::RunCommand({BinDir() + "/rocefab", "--tls-ca", ca_.ca(), "--tls-cert", ca_.cert("alice"), "--tls-key", ca_.key("alice"), "--collector", testing::StatusField(reader.status, "grpc"),
                                  "counters", "--host", "z1-r01-h1", "--since", "30m"},
                                 &out, &err),
             0)

@@ -63,8 +63,9 @@ class TelemetrySpine : public ::testing::Test {
   void StartCollector(const std::string& listen = "127.0.0.1:0") {
     NotifySocket notify;
     collector_ = std::make_unique<Subprocess>(Subprocess::Options{
-        {BinDir() + "/rocefab-collectord", "--listen", listen, "--db", db_path(),
-         "--metrics-listen", "127.0.0.1:0", "--metrics-all-entities"},
+        testing::With({BinDir() + "/rocefab-collectord", "--listen", listen, "--db", db_path(),
+                       "--metrics-listen", "127.0.0.1:0", "--metrics-all-entities", "--grant", "operator=alice,slurm"},
+                      ca_.Flags("rocefab-collectord")),
         {{"NOTIFY_SOCKET", notify.path()}},
         dir_ / "collector.out",
         dir_ / "collector.log"});
@@ -84,6 +85,7 @@ class TelemetrySpine : public ::testing::Test {
         "--sysfs-root", root + "/sys", "--proc-root", root + "/proc", "--ethtool-dir",
         root + "/ethtool", "--host-name", host, "--no-netlink"};
     argv.insert(argv.end(), extra.begin(), extra.end());
+    for (const auto& flag : ca_.Flags(host)) argv.push_back(flag);
     const std::string out = out_name.empty() ? host : out_name;
     hostds_.push_back(std::make_unique<Subprocess>(Subprocess::Options{
         argv, {{"NOTIFY_SOCKET", notify.path()}}, dir_ / (out + ".out"), dir_ / (out + ".log")}));
@@ -128,10 +130,13 @@ class TelemetrySpine : public ::testing::Test {
   int Cli(const std::vector<std::string>& args, std::string* out, std::string* err) {
     std::vector<std::string> argv = {BinDir() + "/rocefab", "--collector", grpc_address_};
     argv.insert(argv.end(), args.begin(), args.end());
+    for (const auto& flag : ca_.Flags("alice")) argv.push_back(flag);
     return testing::RunCommand(argv, out, err);
   }
 
   std::string db_path() const { return dir_ / "collector.db"; }
+
+  testing::DevCa ca_{{"rocefab-collectord", "z1-r01-h1", "z1-r01-h2", "alice", "slurm"}};
 
   TempDir dir_;
   std::unique_ptr<Subprocess> collector_;
@@ -225,6 +230,9 @@ TEST_F(TelemetrySpine, TwoHostAgentsReportAndTheCliShowsThem) {
     Subprocess run({{"/bin/bash", prolog},
                     {{"PATH", BinDir() + ":/usr/bin:/bin"},
                      {"ROCEFAB_COLLECTOR", grpc_address_},
+                     {"ROCEFAB_TLS_CA", ca_.ca()},
+                     {"ROCEFAB_TLS_CERT", ca_.cert("slurm")},
+                     {"ROCEFAB_TLS_KEY", ca_.key("slurm")},
                      {"SLURM_JOB_ID", "4711"},
                      {"SLURM_JOB_NAME", "llama-pretrain"},
                      {"SLURM_JOB_NODELIST", "z1-r01-h[1-2]"},
@@ -254,7 +262,7 @@ TEST_F(TelemetrySpine, TwoHostAgentsReportAndTheCliShowsThem) {
   // Usage errors exit 2; an unreachable collector exits 1.
   EXPECT_EQ(Cli({"counters", "--counter", "rx_bogons"}, &out, &err), 2);
   EXPECT_NE(err.find("not in the counter vocabulary"), std::string::npos);
-  EXPECT_EQ(testing::RunCommand({BinDir() + "/rocefab", "--collector", "127.0.0.1:1",
+  EXPECT_EQ(testing::RunCommand({BinDir() + "/rocefab", "--collector", "127.0.0.1:1", "--insecure",
                                  "--timeout-ms", "2000", "agents"},
                                 &out, &err),
             1);
