@@ -88,6 +88,11 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
   SecurityFlags security;
   AddSecurityFlags(app, &security, /*serves_rpcs=*/true);
+  std::string metrics_web_config;
+  app.add_option("--metrics-web-config", metrics_web_config,
+                 "TLS and basic auth for /metrics: an exporter-toolkit web config file "
+                 "(tls_server_config, basic_auth_users), as node_exporter's --web.config.file")
+      ->check(CLI::ExistingFile);
   if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
 
   constexpr char kProgram[] = "rocefab-collectord";
@@ -100,6 +105,7 @@ int main(int argc, char** argv) {
   if (auto status = LoadConfigIfGiven(config_path, &config); !status.ok())
     return UsageError(kProgram, status);
   if (app.count("--listen")) config.set_listen(listen);
+  if (!metrics_web_config.empty()) config.set_metrics_web_config(metrics_web_config);
   if (app.count("--db")) config.set_db(db);
   if (app.count("--metrics-listen")) config.set_metrics_listen(metrics_listen);
   if (app.count("--topology")) config.set_topology(topology_path);
@@ -242,6 +248,7 @@ int main(int argc, char** argv) {
   collector::TelemetryService telemetry(ingester, agents, metrics, clock,
                                         {.authorizer = &authorizer, .max_future_us = max_future_us});
   collector::QueryService query(**store, agents, clock, authorizer, &context, alerter->get());
+  query.SetEvaluatedThrough(&observer.evaluated_through());
   std::unique_ptr<collector::PromqlHistory> history;
   if (history_options) {
     history = std::make_unique<collector::PromqlHistory>(std::move(*history_options), *registry);
@@ -252,7 +259,7 @@ int main(int argc, char** argv) {
                                        clock);
   (*alerter)->SetOnFiring([&remediator](const v1::Alert& a) { remediator.OnFiring(a); });
 
-  auto metrics_server = MetricsServer::Start(config.metrics_listen());
+  auto metrics_server = MetricsServer::Start(config.metrics_listen(), config.metrics_web_config());
   if (!metrics_server.ok()) {
     std::cerr << "rocefab-collectord: " << metrics_server.status().message() << "\n";
     return 1;

@@ -115,6 +115,20 @@ grpc::Status QueryService::ListAnomalies(grpc::ServerContext* context, const v1:
   std::string who;
   if (grpc::Status allowed = authorizer_.Check(context, "/rocefab.v1.Query/ListAnomalies", &who); !allowed.ok())
     return allowed;
+  if (!request->settle_agents().empty()) {
+    // A health gate: first let the detectors take in what the agents sent
+    // after the gate's window.
+    if (evaluated_through_ == nullptr) {
+      for (const auto& agent : request->settle_agents()) response->add_unsettled(agent);
+    } else {
+      const auto timeout = std::chrono::milliseconds(request->settle_timeout_ms() ? request->settle_timeout_ms() : 10'000);
+      for (auto& agent : evaluated_through_->WaitFor(
+               {request->settle_agents().begin(), request->settle_agents().end()}, request->settle_after_us(),
+               std::min(timeout, std::chrono::milliseconds(60'000))))
+        response->add_unsettled(std::move(agent));
+    }
+    response->set_settled(response->unsettled().empty());
+  }
   const int64_t now = clock_.NowUs();
   auto anomalies = store_.anomalies().List(request->since_us(), 0, request->active_only());
   if (!anomalies.ok()) return ToGrpc(anomalies.status());

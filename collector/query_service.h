@@ -4,6 +4,7 @@
 
 #include "collector/alerts.h"
 #include "collector/fabric_context.h"
+#include "collector/observe/observer.h"
 #include "collector/store.h"
 #include "collector/telemetry_service.h"
 #include "common/authz.h"
@@ -24,6 +25,8 @@ class QueryService final : public v1::Query::Service {
         alerter_(alerter) {}
   // Older counter history beyond the local store (may be null).
   void SetHistory(HistorySource* history) { history_ = history; }
+  // The detectors' progress, for ListAnomalies' settle condition (may be null).
+  void SetEvaluatedThrough(const EvaluatedThrough* through) { evaluated_through_ = through; }
 
   grpc::Status ListAgents(grpc::ServerContext* context, const v1::ListAgentsRequest* request,
                           v1::ListAgentsResponse* response) override;
@@ -54,6 +57,7 @@ class QueryService final : public v1::Query::Service {
   FabricContextSource* context_;
   Alerter* alerter_;
   HistorySource* history_ = nullptr;
+  const EvaluatedThrough* evaluated_through_ = nullptr;
 };
 
 }  // namespace rocefab::collector

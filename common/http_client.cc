@@ -27,7 +27,10 @@ size_t Keep(char* data, size_t size, size_t n, void* user) {
 
 }  // namespace
 
-HttpResult HttpPost(const std::string& url, const std::string& body, const HttpPostOptions& options) {
+namespace {
+
+// One request: a POST of `body`, or a GET when `body` is null.
+HttpResult Perform(const std::string& url, const std::string* body, const HttpPostOptions& options) {
   static std::once_flag init;
   std::call_once(init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   HttpResult result;
@@ -40,8 +43,10 @@ HttpResult HttpPost(const std::string& url, const std::string& body, const HttpP
   for (const std::string& h : options.headers) headers = curl_slist_append(headers, h.c_str());
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+  if (body != nullptr) {
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body->data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body->size()));
+  }
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, options.timeout_ms);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Keep);
@@ -58,6 +63,14 @@ HttpResult HttpPost(const std::string& url, const std::string& body, const HttpP
   curl_easy_cleanup(curl);
   return result;
 }
+
+}  // namespace
+
+HttpResult HttpPost(const std::string& url, const std::string& body, const HttpPostOptions& options) {
+  return Perform(url, &body, options);
+}
+
+HttpResult HttpGet(const std::string& url, const HttpPostOptions& options) { return Perform(url, nullptr, options); }
 
 std::string UrlEncode(std::string_view text) {
   char* escaped = curl_easy_escape(nullptr, text.data(), static_cast<int>(text.size()));

@@ -1,5 +1,5 @@
 #pragma once
-// A blocking HTTP POST through libcurl, for the collector's outbound
+// A blocking HTTP POST (or GET) through libcurl, for the collector's outbound
 // notifications, remote-write and PromQL history reads. Any thread; each
 // call has its own handle.
 
@@ -27,6 +27,7 @@ struct HttpPostOptions {
 };
 
 HttpResult HttpPost(const std::string& url, const std::string& body, const HttpPostOptions& options);
+HttpResult HttpGet(const std::string& url, const HttpPostOptions& options);
 
 // Percent-encoding for application/x-www-form-urlencoded bodies.
 std::string UrlEncode(std::string_view text);

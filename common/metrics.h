@@ -20,9 +20,13 @@ namespace rocefab {
 
 class MetricsServer final {
  public:
-  // Listens on `listen` ("host:port"; port 0 picks one). Fails with a clear
-  // message when the address is taken or malformed.
-  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& listen);
+  // Listens on `listen` ("host:port"; port 0 picks one). With `web_config`
+  // (the path of an exporter-toolkit web config, v1::WebConfig), asks for
+  // basic auth as that file says. Its tls_server_config is refused: the
+  // HTTP server under prometheus-cpp cannot serve TLS here. Fails with a clear
+  // message when the address is taken or malformed, or the file is wrong.
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& listen,
+                                                             const std::string& web_config = "");
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;

@@ -1,7 +1,12 @@
 #include "common/metrics.h"
 
+#include <crypt.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
+
+#include "common/http_client.h"
 #include "tests/support/test_support.h"
 
 namespace rocefab {
@@ -28,6 +33,50 @@ TEST(MetricsServer, TakenPortIsAClearError) {
   ASSERT_FALSE(second.ok());
   EXPECT_NE(std::string(second.status().message()).find("cannot serve /metrics"),
             std::string::npos);
+}
+
+// As node_exporter's --web.config.file: basic auth against a bcrypt hash.
+TEST(MetricsServer, WebConfigAsksForBasicAuth) {
+  testing::TempDir dir;
+  char* salt = crypt_gensalt_ra("$2b$", 10, nullptr, 0);
+  ASSERT_NE(salt, nullptr);
+  crypt_data data{};
+  const std::string hash = crypt_r("s3cret", salt, &data);
+  free(salt);
+  ASSERT_TRUE(hash.starts_with("$2b$10$")) << hash;
+  testing::WriteFile(dir / "web.yaml", "basic_auth_users:\n  prometheus: '" + hash + "'\n");
+  auto server = MetricsServer::Start("127.0.0.1:0", dir / "web.yaml");
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto registry = std::make_shared<prometheus::Registry>();
+  AddCounter(*registry, "rocefab_test_events_total", "events").Increment(3);
+  (*server)->Register(registry);
+  auto get = [&](const std::string& credentials) {
+    HttpPostOptions options;
+    options.basic_auth = credentials;
+    options.max_body_bytes = 1 << 16;
+    return HttpGet("http://" + (*server)->bound_address() + "/metrics", options);
+  };
+  const HttpResult ok = get("prometheus:s3cret");
+  EXPECT_EQ(ok.status, 200) << ok.error;
+  EXPECT_NE(ok.body.find("rocefab_test_events_total 3"), std::string::npos) << ok.body;
+  EXPECT_EQ(get("prometheus:wrong").status, 401);
+  EXPECT_EQ(get("").status, 401) << "no credentials";
+}
+
+TEST(MetricsServer, AWebConfigThatIsWrongIsAClearError) {
+  testing::TempDir dir;
+  testing::WriteFile(dir / "web.yaml", "basic_auth_users:\n  prometheus: plaintext-password\n");
+  auto server = MetricsServer::Start("127.0.0.1:0", dir / "web.yaml");
+  ASSERT_FALSE(server.ok());
+  EXPECT_NE(std::string(server.status().message()).find("not a bcrypt hash"), std::string::npos);
+  testing::WriteFile(dir / "web2.yaml", "tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n");
+  auto tls = MetricsServer::Start("127.0.0.1:0", dir / "web2.yaml");
+  ASSERT_FALSE(tls.ok());
+  EXPECT_NE(std::string(tls.status().message()).find("terminate TLS in front"), std::string::npos);
+  testing::WriteFile(dir / "web3.yaml", "http_server_config:\n  http2: true\n");
+  auto unknown = MetricsServer::Start("127.0.0.1:0", dir / "web3.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(std::string(unknown.status().message()).find("http_server_config"), std::string::npos);
 }
 
 TEST(MetricsServer, MalformedAddress) {

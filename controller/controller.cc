@@ -138,7 +138,7 @@ std::string Controller::HealthGate(const std::vector<std::string>& switches, int
       if (item.state() == v1::ITEM_STATE_FAILED)
         StrAppend(&problems, name, ": item ", item.key(), " failed: ", item.reason(), "; ");
   }
-  if (gate_ != nullptr && ask_detectors) StrAppend(&problems, gate_->Verdict(switches, since_us));
+  if (gate_ != nullptr && ask_detectors) StrAppend(&problems, gate_->Verdict(switches, since_us, clock_.NowUs()));
   return problems;
 }
 

@@ -100,7 +100,7 @@ struct FakeGate final : public Gate {
   std::set<std::string> sick;
   bool collector_down = false;
   int asked = 0;
-  std::string Verdict(const std::vector<std::string>& switches, int64_t) override {
+  std::string Verdict(const std::vector<std::string>& switches, int64_t, int64_t) override {
     std::lock_guard lock(mu);
     ++asked;
     if (collector_down) return "collector 127.0.0.1:9 cannot be asked for the gate; ";

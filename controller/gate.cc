@@ -31,18 +31,27 @@ CollectorGate::CollectorGate(std::shared_ptr<const Topology> topology, const std
   }
 }
 
-std::string CollectorGate::Verdict(const std::vector<std::string>& switches, int64_t since_us) {
+std::string CollectorGate::Verdict(const std::vector<std::string>& switches, int64_t since_us, int64_t until_us) {
   std::string problems;
   for (const auto& [address, stub] : shards_) {
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
     v1::ListAnomaliesRequest request;
     request.set_since_us(since_us);
+    for (const auto& name : switches) request.add_settle_agents(name);
+    request.set_settle_after_us(until_us);
+    request.set_settle_timeout_ms(10'000);
     v1::ListAnomaliesResponse response;
     grpc::Status status = stub->ListAnomalies(&context, request, &response);
     if (!status.ok()) {
       StrAppend(&problems, "collector ", address, " cannot be asked for the gate (", status.error_message(), "); ");
       continue;
+    }
+    if (!response.settled()) {
+      std::string behind;
+      for (const auto& agent : response.unsettled()) StrAppend(&behind, behind.empty() ? "" : ", ", agent);
+      StrAppend(&problems, "collector ", address, " has not evaluated telemetry of ", behind,
+                " from after the gate window within 10 s (is it behind, or are they not reporting?); ");
     }
     for (const auto& a : response.anomalies()) {
       // Opened during the gate window, on what the wave touched.

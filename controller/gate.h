@@ -19,9 +19,12 @@ namespace rocefab::controller {
 class Gate {
  public:
   virtual ~Gate() = default;
-  // Empty when the touched switches stayed healthy since `since_us`; else
-  // what is wrong. A collector that cannot be asked fails the gate.
-  virtual std::string Verdict(const std::vector<std::string>& switches, int64_t since_us) = 0;
+  // Empty when the touched switches stayed healthy from `since_us` to
+  // `until_us`; else what is wrong. The verdict waits until the detectors
+  // have evaluated the switches' telemetry through `until_us`, so a loaded
+  // collector delays a gate rather than passing it blind. A collector that
+  // cannot be asked, or does not catch up, fails the gate.
+  virtual std::string Verdict(const std::vector<std::string>& switches, int64_t since_us, int64_t until_us) = 0;
 };
 
 // The elements a wave touching `switches` can hurt: the switches, and the
@@ -34,7 +37,7 @@ class CollectorGate final : public Gate {
  public:
   CollectorGate(std::shared_ptr<const Topology> topology, const std::string& collectors,
                 const v1::TlsSettings& tls);
-  std::string Verdict(const std::vector<std::string>& switches, int64_t since_us) override;
+  std::string Verdict(const std::vector<std::string>& switches, int64_t since_us, int64_t until_us) override;
   bool empty() const { return shards_.empty(); }
 
  private:

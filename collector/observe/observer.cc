@@ -23,6 +23,34 @@ Observer::Observer(Queue<StoredBatch>& input, LatestValues& latest, Detectors* d
 
 Observer::~Observer() { Stop(); }
 
+void EvaluatedThrough::Publish(const std::map<std::string, int64_t>& newest_created_us) {
+  if (newest_created_us.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [agent, created] : newest_created_us) {
+      int64_t& through = through_[agent];
+      through = std::max(through, created);
+    }
+  }
+  cv_.notify_all();
+}
+
+std::vector<std::string> EvaluatedThrough::WaitFor(const std::vector<std::string>& agents, int64_t after_us,
+                                                   std::chrono::milliseconds timeout) const {
+  std::vector<std::string> behind;
+  std::unique_lock lock(mu_);
+  auto pending = [&] {
+    behind.clear();
+    for (const auto& agent : agents) {
+      auto it = through_.find(agent);
+      if (it != through_.end() && it->second < after_us) behind.push_back(agent);
+    }
+    return !behind.empty();
+  };
+  cv_.wait_for(lock, timeout, [&] { return !pending(); });
+  return behind;
+}
+
 void Observer::Start() { thread_ = std::thread([this] { Loop(); }); }
 
 void Observer::Stop() {
@@ -42,6 +70,8 @@ void Observer::Loop() {
     for (const StoredBatch& batch : batches) {
       latest_.Update(*batch);
       if (detectors_) detectors_->Observe(*batch);
+      int64_t& newest = observed_created_us_[batch->agent_id()];
+      newest = std::max(newest, batch->created_us());
     }
     if (!batches.empty()) fresh_data_ = true;
     metrics_.observe_queue_batches.Set(static_cast<double>(input_.size()));
@@ -71,6 +101,8 @@ void Observer::Evaluate() {
   }
   metrics_.anomalies_active.Set(static_cast<double>(detectors_->active_count()));
   if (evaluated_) evaluated_(*detectors_, context);
+  evaluated_through_.Publish(observed_created_us_);
+  observed_created_us_.clear();
   metrics_.evaluate_seconds.Observe(static_cast<double>(clock_.MonotonicUs() - start) / 1e6);
 }
 

@@ -9,7 +9,13 @@
 // /metrics scrape holding LatestValues delays observation, never an ack.
 // Owns its thread; Start() once, Stop() closes the queue and joins.
 
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
 #include <memory>
 #include <thread>
 
@@ -24,6 +30,25 @@ namespace rocefab::collector {
 
 using StoredBatch = std::shared_ptr<const v1::TelemetryBatch>;
 
+// How far the detectors' evaluations have got, per agent: the newest batch
+// creation time of each agent that an evaluation has taken in. Health gates
+// wait on it instead of on the clock. Thread-safe.
+class EvaluatedThrough final {
+ public:
+  // After an evaluation: these agents' batches up to these times are in.
+  void Publish(const std::map<std::string, int64_t>& newest_created_us);
+  // Waits until every agent of `agents` that this collector has evaluated
+  // at least once is evaluated through `after_us`; returns those it did
+  // not hold for when `timeout` passed.
+  std::vector<std::string> WaitFor(const std::vector<std::string>& agents, int64_t after_us,
+                                   std::chrono::milliseconds timeout) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::map<std::string, int64_t> through_;
+};
+
 class Observer final {
  public:
   using Evaluated = std::function<void(const Detectors&, const FabricContext&)>;
@@ -34,6 +59,7 @@ class Observer final {
            std::function<FabricContext()> context, Evaluated evaluated, Store& store,
            CollectorMetrics& metrics, const Clock& clock);
   ~Observer();
+  const EvaluatedThrough& evaluated_through() const { return evaluated_through_; }
   Observer(const Observer&) = delete;
   Observer& operator=(const Observer&) = delete;
 
@@ -57,6 +83,8 @@ class Observer final {
   std::atomic<int64_t> last_progress_us_{0};
   int64_t last_evaluate_us_ = 0;
   bool fresh_data_ = false;
+  std::map<std::string, int64_t> observed_created_us_;  // since the last evaluation
+  EvaluatedThrough evaluated_through_;
   std::thread thread_;
 };
 
