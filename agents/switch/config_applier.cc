@@ -155,9 +155,17 @@ v1::ApplyConfigResponse ConfigApplier::Apply(const v1::SwitchConfig& desired) {
       const std::string& key = it->item->key();
       applied_keys.push_back(key);
       absl::Status undo;
-      if (!it->was_install) undo = backend_.Install(*it->item);
-      else if (auto old = old_items.find(key); old != old_items.end()) undo = backend_.Install(*old->second);
-      else undo = backend_.Remove(*it->item);
+      if (!it->was_install) {
+        undo = backend_.Install(*it->item);
+      } else if (auto old = old_items.find(key); old != old_items.end()) {
+        undo = backend_.Install(*old->second);
+        // The old item was never on the device (unsupported there): going
+        // back means the new one must go.
+        if (absl::IsUnimplemented(undo)) undo = backend_.Remove(*it->item);
+      } else {
+        undo = backend_.Remove(*it->item);
+      }
+      if (absl::IsUnimplemented(undo)) undo = absl::OkStatus();  // as it was: not on the device
       if (!undo.ok())
         LOG_ERROR(kLog, "rollback of ", key, " failed: ", undo.message(), "; reconcile will retry");
     }

@@ -128,6 +128,29 @@ TEST(ConfigApplier, UnsupportedItemsAreReportedNotFailed) {
   }
 }
 
+// Found by the apply_config fuzzer: a key whose previous item was
+// unsupported (never on the device) and whose new item went on before
+// another item failed. Before, the rollback tried to re-install the
+// unsupported item, failed, and left the new one on the device.
+TEST(ConfigApplier, RollingBackOverAnUnsupportedItemLeavesTheDeviceAsItWas) {
+  FakeConfigBackend backend;
+  backend.qos_supported = false;
+  ConfigApplier applier("z1-rtsw01", backend, "");
+  ASSERT_TRUE(applier.Apply(Config(1, {"10.1.2.0/24"}, 2)).ok());
+  const auto before = backend.state;
+  ASSERT_EQ(before.count("qos"), 0u) << "unsupported: not on the device";
+  v1::SwitchConfig next = Config(2, {"10.1.2.0/24"}, 2);
+  for (auto& item : *next.mutable_items())
+    if (item.key() == "qos") item.mutable_route()->set_prefix("10.9.0.0/16");  // now a supported item
+  auto* bad = next.add_items();
+  bad->set_key("route/10.1.3.0/24");
+  bad->mutable_route()->set_prefix("10.1.3.0/24");
+  backend.fail_keys = {"route/10.1.3.0/24"};
+  const auto response = applier.Apply(next);
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(backend.state, before) << response.error();
+}
+
 TEST(ConfigApplier, RefusesOldGenerationsWrongSwitchAndDuplicateKeys) {
   FakeConfigBackend backend;
   ConfigApplier applier("z1-rtsw01", backend, "");

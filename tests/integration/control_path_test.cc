@@ -202,7 +202,16 @@ TEST_F(ControlPath, PlanApplyStatusHistoryDrainAndAGateThatRollsBack) {
   StartController("policy-eecmp.yaml");
   std::atomic<bool> flapping{true};
   std::thread flapper([&] {
-    // Keep link_flaps rising on every switch while the apply runs.
+    // Once the canary runs the new config (its agent wrote it), links start
+    // flapping: a fault that begins inside the gate, however slowly the
+    // apply got there on a loaded machine. Then keep link_flaps rising on
+    // every switch until the apply returns.
+    testing::WaitFor(
+        [&] {
+          auto applied = nlohmann::json::parse(testing::ReadFile(dir_ / "switches/z1-ctsw01/applied.json"), nullptr, false);
+          return !flapping || (!applied.is_discarded() && applied.value("scheme", "") == "ROUTING_SCHEME_EECMP");
+        },
+        std::chrono::seconds(60));
     for (uint64_t flaps = 1; flapping; ++flaps) {
       for (const auto& sw : proto_.switches()) WriteCounters(sw.name(), flaps);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
