@@ -75,19 +75,23 @@ void SetDeadline(grpc::ClientContext* context, const GlobalOptions& global) {
                         std::chrono::milliseconds(global.timeout_ms));
 }
 
-int CollectorRpcFailed(const GlobalOptions& global, const grpc::Status& status, std::ostream& err,
-                       const std::string& shard) {
-  err << "rocefab: collector " << (shard.empty() ? global.collector : shard) << ": "
-      << status.error_message();
+void ReportRpcFailure(const std::string& daemon, const std::string& flag, const std::string& address,
+                      const grpc::Status& status, std::ostream& err) {
+  err << "rocefab: " << daemon << " " << address << ": " << status.error_message();
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
-    err << " (is rocefab-collectord running there, and does it trust this certificate's CA? set "
-           "--collector HOST:PORT)";
+    err << " (is rocefab-" << daemon << "d running there, and does it trust this certificate's CA? set "
+        << flag << " HOST:PORT)";
   if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
       status.error_code() == grpc::StatusCode::UNAUTHENTICATED)
-    err << " (the collector's authorization block decides which identities hold which role; "
-           "docs/security.md)";
+    err << " (the " << daemon << "'s authorization block decides which identities hold which role; "
+        << "docs/security.md)";
   err << "\n";
+}
+
+int CollectorRpcFailed(const GlobalOptions& global, const grpc::Status& status, std::ostream& err,
+                       const std::string& shard) {
+  ReportRpcFailure("collector", "--collector", shard.empty() ? global.collector : shard, status, err);
   return status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? 2 : 1;
 }
 

@@ -43,6 +43,10 @@ std::vector<std::string> CollectorShards(const GlobalOptions& global);
 absl::StatusOr<std::unique_ptr<v1::Query::Stub>> ConnectCollector(const GlobalOptions& global,
                                                                   const std::string& address = "");
 void SetDeadline(grpc::ClientContext* context, const GlobalOptions& global);
+// Prints "rocefab: <daemon> <address>: <message>" with a hint for an
+// unreachable daemon or a refused identity.
+void ReportRpcFailure(const std::string& daemon, const std::string& flag, const std::string& address,
+                      const grpc::Status& status, std::ostream& err);
 // Prints a failed collector RPC with a hint; returns 2 for a refused
 // argument, else 1.
 int CollectorRpcFailed(const GlobalOptions& global, const grpc::Status& status, std::ostream& err,

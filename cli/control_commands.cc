@@ -21,26 +21,18 @@ absl::StatusOr<std::unique_ptr<v1::Controller::Stub>> Connect(const GlobalOption
 }
 
 int Failed(const ControlOptions& o, const grpc::Status& status, std::ostream& err) {
-  err << "rocefab: controller " << o.controller << ": " << status.error_message();
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
-    err << " (is rocefab-controllerd running there, and does it trust this certificate's CA? set "
-           "--controller HOST:PORT)";
-  if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
-      status.error_code() == grpc::StatusCode::UNAUTHENTICATED)
-    err << " (the controller's authorization block decides which identities hold which role; "
-           "docs/security.md)";
-  err << "\n";
+  ReportRpcFailure("controller", "--controller", o.controller, status, err);
   return 1;
 }
 
-#define ROCEFAB_CONNECT(stub, g, o, err)                \
-  auto stub##_or = Connect(g, o);                       \
-  if (!stub##_or.ok()) {                                \
-    err << "rocefab: " << stub##_or.status().message() << "\n"; \
-    return 2;                                           \
-  }                                                     \
-  auto& stub = *stub##_or
+// The controller stub, or null after saying why there is none.
+std::unique_ptr<v1::Controller::Stub> ConnectOrSay(const GlobalOptions& g, const ControlOptions& o,
+                                                   std::ostream& err) {
+  auto stub = Connect(g, o);
+  if (stub.ok()) return std::move(*stub);
+  err << "rocefab: " << stub.status().message() << "\n";
+  return nullptr;
+}
 
 void Deadline(grpc::ClientContext* context, int seconds) {
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
@@ -69,7 +61,8 @@ std::string Short(const std::string& hash) { return hash.substr(0, 12); }
 }  // namespace
 
 int RunConfigPlan(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err) {
-  ROCEFAB_CONNECT(stub, g, o, err);
+  auto stub = ConnectOrSay(g, o, err);
+  if (!stub) return 2;
   grpc::ClientContext context;
   Deadline(&context, 60);
   v1::PlanResponse response;
@@ -97,7 +90,8 @@ int RunConfigPlan(const GlobalOptions& g, const ControlOptions& o, std::ostream&
 }
 
 int RunConfigApply(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err) {
-  ROCEFAB_CONNECT(stub, g, o, err);
+  auto stub = ConnectOrSay(g, o, err);
+  if (!stub) return 2;
   v1::ApplyRequest request;
   request.set_canary(o.canary);
   request.set_wave_size(o.wave_size);
@@ -135,7 +129,8 @@ int RunConfigApply(const GlobalOptions& g, const ControlOptions& o, std::ostream
 }
 
 int RunConfigStatus(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err) {
-  ROCEFAB_CONNECT(stub, g, o, err);
+  auto stub = ConnectOrSay(g, o, err);
+  if (!stub) return 2;
   grpc::ClientContext context;
   Deadline(&context, 60);
   v1::StatusResponse response;
@@ -159,7 +154,8 @@ int RunConfigStatus(const GlobalOptions& g, const ControlOptions& o, std::ostrea
 }
 
 int RunConfigHistory(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err) {
-  ROCEFAB_CONNECT(stub, g, o, err);
+  auto stub = ConnectOrSay(g, o, err);
+  if (!stub) return 2;
   grpc::ClientContext context;
   Deadline(&context, 30);
   v1::HistoryRequest request;
@@ -187,7 +183,8 @@ int RunDrain(const GlobalOptions& g, const ControlOptions& o, bool undrain, std:
     err << "rocefab: drain needs --reason TEXT (it goes to the audit log)\n";
     return 2;
   }
-  ROCEFAB_CONNECT(stub, g, o, err);
+  auto stub = ConnectOrSay(g, o, err);
+  if (!stub) return 2;
   v1::DrainRequest request;
   request.set_kind(o.kind);
   request.set_name(o.name);
@@ -218,7 +215,8 @@ int RunDrain(const GlobalOptions& g, const ControlOptions& o, bool undrain, std:
 }
 
 int RunConfigAbort(const GlobalOptions& g, const ControlOptions& o, std::ostream& out, std::ostream& err) {
-  ROCEFAB_CONNECT(stub, g, o, err);
+  auto stub = ConnectOrSay(g, o, err);
+  if (!stub) return 2;
   grpc::ClientContext context;
   Deadline(&context, 30);
   v1::AbortRequest request;

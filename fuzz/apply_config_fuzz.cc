@@ -9,31 +9,11 @@
 #include <map>
 
 #include "agents/switch/config_applier.h"
+#include "fuzz/memory_backend.h"
 #include "agents/switch/config_service.h"
 #include "common/authz.h"
 
-namespace {
-
-// Keeps items in memory; fails items whose key ends in '!', and QoS items
-// (as a device without DCB does).
-class MemoryBackend final : public rocefab::switchd::ConfigBackend {
- public:
-  std::string name() const override { return "memory"; }
-  absl::Status Install(const rocefab::v1::ConfigItem& item) override {
-    if (!item.key().empty() && item.key().back() == '!') return absl::InternalError("refused");
-    if (item.has_qos()) return absl::UnimplementedError("no DCB");
-    state[item.key()] = item.SerializeAsString();
-    return absl::OkStatus();
-  }
-  absl::Status Remove(const rocefab::v1::ConfigItem& item) override {
-    state.erase(item.key());
-    return absl::OkStatus();
-  }
-  absl::Status Commit(const rocefab::v1::SwitchConfig&) override { return absl::OkStatus(); }
-  std::map<std::string, std::string> state;
-};
-
-}  // namespace
+using rocefab::fuzz::MemoryBackend;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

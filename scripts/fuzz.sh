@@ -7,6 +7,7 @@
 # corpus size and crashes. Crash inputs stay in <build>/artifacts/<name>/.
 #
 #   RUNS=10000000 PARALLEL=2 FUZZ_BUILD=build-fuzz TARGETS="sysfs_value hostlist"
+#   MAX_TIME=600: stop each target after this many seconds even short of RUNS
 #   MERGE=1: merge the inputs that found new coverage back into
 #            fuzz/corpus/<name> (minimized with -merge=1), to commit.
 #
@@ -18,6 +19,7 @@ build=${FUZZ_BUILD:-$src/build-fuzz}
 runs=${RUNS:-10000000}
 parallel=${PARALLEL:-$(nproc)}
 max_len=${MAX_LEN:-4096}
+max_time=${MAX_TIME:-0}
 
 need=()
 command -v clang++ >/dev/null || need+=(clang)
@@ -42,12 +44,12 @@ run_one() {
   rm -rf "$corpus" && mkdir -p "$corpus" "$artifacts" "$build/logs"
   cp -r "$src/fuzz/corpus/$name/." "$corpus/" 2>/dev/null || true
   local start=$SECONDS
-  "$build/fuzz/${name}_fuzz" -runs="$runs" -max_len="$max_len" -print_final_stats=1 \
+  "$build/fuzz/${name}_fuzz" -runs="$runs" -max_len="$max_len" -max_total_time="$max_time" -print_final_stats=1 \
     -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1 || true
   echo "$name $((SECONDS - start))" >"$build/logs/$name.time"
 }
 export -f run_one
-export build src runs max_len
+export build src runs max_len max_time
 printf '%s\n' $targets | xargs -P "$parallel" -I{} bash -c 'run_one {}'
 
 report=$build/fuzz-report.md
