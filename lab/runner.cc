@@ -475,9 +475,10 @@ int Run(const RunOptions& options) {
         !s.ok())
       return fail(s);
     std::printf("rocefab-lab: started rocefab-collectord (gRPC %s, metrics http://%s/metrics), "
-                "%d rocefab-hostd, %d rocefab-switchd\n",
+                "%d rocefab-hostd, %d rocefab-switchd; every channel is mutual TLS with a certificate "
+                "per daemon from a throwaway CA (%s/pki)\n",
                 daemons.grpc().c_str(), daemons.metrics().c_str(), topo.hosts_size(),
-                topo.switches_size());
+                topo.switches_size(), options.run_dir.c_str());
     std::ofstream(options.run_dir + "/endpoints.json")
         << nlohmann::json{{"collector", daemons.grpc()},
                           {"metrics", daemons.metrics()},

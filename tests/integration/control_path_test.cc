@@ -236,6 +236,51 @@ TEST_F(ControlPath, PlanApplyStatusHistoryDrainAndAGateThatRollsBack) {
     EXPECT_NE(std::find(actions.begin(), actions.end(), action), actions.end()) << action;
 }
 
+// The real daemons, under mutual TLS: an operator drains a link while an
+// admin's rollout sits in a 60 s gate, then the admin aborts it.
+TEST_F(ControlPath, ADrainDuringARolloutAnswersInUnderASecondAndAbortRollsBack) {
+  std::string out, err;
+  ASSERT_EQ(Cli({"config", "apply", "--gate-seconds", "0", "--why", "first"}, &out, &err), 0) << out << err;
+  StartController("policy-eecmp.yaml");
+  Subprocess apply({testing::With({BinDir() + "/rocefab", "--controller", controller_address_, "config", "apply",
+                                   "--canary", "1", "--gate-seconds", "60", "--why", "slow rollout"},
+                                  ca_.Flags("alice")),
+                    {},
+                    dir_ / "apply.out",
+                    dir_ / "apply.out"});
+  // The canary runs the new config: the rollout is in its gate.
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto applied = nlohmann::json::parse(testing::ReadFile(dir_ / "switches/z1-ctsw01/applied.json"), nullptr, false);
+        return !applied.is_discarded() && applied.value("scheme", "") == "ROUTING_SCHEME_EECMP";
+      },
+      std::chrono::seconds(30)));
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> drain = {BinDir() + "/rocefab", "--controller", controller_address_, "drain", "link",
+                                    "z1-rtsw01/Ethernet8", "--reason", "optic"};
+  for (const auto& flag : ca_.Flags("oscar")) drain.push_back(flag);
+  ASSERT_EQ(testing::RunCommand(drain, &out, &err), 0) << out << err;
+  const double drain_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(drain_ms, 1000) << "the drain waited for the rollout";
+  std::cout << "[drain during rollout] " << out << "  took " << drain_ms << " ms (CLI process, mTLS, push)\n";
+  EXPECT_EQ(Cli({"config", "abort", "--why", "test"}, &out, &err), 0) << out << err;
+  EXPECT_EQ(apply.Wait(), 1) << testing::ReadFile(dir_ / "apply.out");
+  EXPECT_NE(testing::ReadFile(dir_ / "apply.out").find("aborted by alice"), std::string::npos)
+      << testing::ReadFile(dir_ / "apply.out");
+  // Everything back on ECMP, and the drain kept.
+  for (const auto& sw : proto_.switches()) EXPECT_EQ(Applied(sw.name())["scheme"], "ROUTING_SCHEME_ECMP") << sw.name();
+  for (const auto& hop : Applied("z1-rtsw01")["items"]) {
+    if (!hop.contains("nexthop_group")) continue;
+    for (const auto& nh : hop["nexthop_group"]["nexthops"]) EXPECT_NE(nh["port"], "Ethernet8");
+  }
+  ASSERT_EQ(Cli({"config", "history", "-o", "json"}, &out, &err), 0);
+  const nlohmann::json history = nlohmann::json::parse(out);
+  bool oscar_drained = false;
+  for (const auto& e : history["entries"])
+    oscar_drained |= e["action"] == "drain" && e["who"] == "oscar";
+  EXPECT_TRUE(oscar_drained) << "the audit log names the certificate's identity: " << out;
+}
+
 // What each RPC needs, written out here (not taken from common/authz.cc), so
 // that a change to the server's table shows up as a failure.
 struct MethodRule {
