@@ -58,9 +58,9 @@ report=$build/fuzz-report.md
   echo "|---|---|---|---|---|---|---|---|"
   for name in $targets; do
     log=$build/logs/$name.log
-    done_line=$(grep -E '^#[0-9]+.*DONE' "$log" | tail -1 || true)
-    execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' || true)
-    speed=$(grep -E '^stat::average_exec_per_sec' "$log" | awk '{print $2}' || true)
+    done_line=$(grep -a -E '^#[0-9]+.*DONE' "$log" | tail -1 || true)
+    execs=$(grep -a -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' || true)
+    speed=$(grep -a -E '^stat::average_exec_per_sec' "$log" | awk '{print $2}' || true)
     cov=$(echo "$done_line" | sed -nE 's/.*cov: ([0-9]+).*/\1/p')
     ft=$(echo "$done_line" | sed -nE 's/.*ft: ([0-9]+).*/\1/p')
     corp=$(echo "$done_line" | sed -nE 's/.*corp: ([0-9]+).*/\1/p')

@@ -71,16 +71,22 @@ bool SeriesOf(const nlohmann::json& metric, SeriesInfo* info) {
   return true;
 }
 
+// o[key] when it is a string, else "" (json::value throws on other types).
+std::string StringAt(const nlohmann::json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 // The result array of a successful matrix answer.
 absl::StatusOr<nlohmann::json> MatrixResult(std::string_view body) {
   auto j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return absl::DataLossError("history: the response is not JSON");
-  if (j.value("status", "") != "success") {
-    const std::string error = j.contains("error") && j["error"].is_string() ? j["error"].get<std::string>() : "";
+  if (StringAt(j, "status") != "success") {
+    const std::string error = StringAt(j, "error");
     return absl::UnavailableError(StrCat("history: the query failed: ", error.empty() ? "no status" : error));
   }
   auto data = j.find("data");
-  if (data == j.end() || !data->is_object() || data->value("resultType", "") != "matrix" ||
+  if (data == j.end() || !data->is_object() || StringAt(*data, "resultType") != "matrix" ||
       !data->contains("result") || !(*data)["result"].is_array())
     return absl::DataLossError("history: expected a matrix result");
   return std::move((*data)["result"]);

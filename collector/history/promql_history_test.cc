@@ -66,6 +66,11 @@ TEST(PromqlHistory, AFailedOrForeignAnswerIsAClearError) {
   EXPECT_FALSE(ParseMatrix(R"({"status":"success","data":{"resultType":"vector","result":[]}})", &skipped).ok());
   EXPECT_FALSE(ParseMatrix(R"({"status":"success"})", &skipped).ok());
   EXPECT_FALSE(ParseMatrix("", &skipped).ok());
+  // Found by the promql_matrix fuzzer: fields of the wrong JSON type threw
+  // (and ended the collector) instead of being a clear error.
+  EXPECT_FALSE(ParseMatrix(R"({"status":{"resultType":"matrix"}})", &skipped).ok());
+  EXPECT_FALSE(ParseMatrix(R"({"status":"error","error":42})", &skipped).ok());
+  EXPECT_FALSE(ParseMatrix(R"({"status":"success","data":{"resultType":7,"result":[]}})", &skipped).ok());
 }
 
 TEST(PromqlHistory, ParsesAnAggregationByOp) {
