@@ -1,5 +1,7 @@
 #include "collector/collector_metrics.h"
 
+#include "common/metrics.h"
+
 namespace rocefab::collector {
 namespace {
 
@@ -62,10 +64,7 @@ CollectorMetrics::CollectorMetrics(prometheus::Registry& registry)
                            .Help("The agent's latest batch creation time minus the collector's clock "
                                  "at receipt (positive: the agent runs ahead; includes transit)")
                            .Register(registry)),
-      rpcs_denied(prometheus::BuildCounter()
-                      .Name("rocefab_grpc_denied_total")
-                      .Help("RPCs refused by authorization (PERMISSION_DENIED or UNAUTHENTICATED), by method")
-                      .Register(registry)),
+      rpcs_denied(AddDeniedRpcs(registry)),
       store_errors(prometheus::BuildCounter()
                        .Name("rocefab_collector_store_errors_total")
                        .Help("Failed store transactions (their batches were not acked)")

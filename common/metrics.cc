@@ -100,4 +100,9 @@ prometheus::Family<prometheus::Counter>& AddCounterFamily(prometheus::Registry& 
   return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
 }
 
+prometheus::Family<prometheus::Counter>& AddDeniedRpcs(prometheus::Registry& registry) {
+  return AddCounterFamily(registry, "rocefab_grpc_denied_total",
+                          "RPCs refused by authorization (PERMISSION_DENIED or UNAUTHENTICATED), by method");
+}
+
 }  // namespace rocefab

@@ -46,6 +46,8 @@ prometheus::Counter& AddCounter(prometheus::Registry& registry, const std::strin
                                 const std::string& help);
 prometheus::Gauge& AddGauge(prometheus::Registry& registry, const std::string& name,
                             const std::string& help);
+// rocefab_grpc_denied_total{method}: RPCs refused by authorization.
+prometheus::Family<prometheus::Counter>& AddDeniedRpcs(prometheus::Registry& registry);
 prometheus::Family<prometheus::Counter>& AddCounterFamily(prometheus::Registry& registry,
                                                           const std::string& name,
                                                           const std::string& help);

@@ -14,6 +14,7 @@
 #include "common/fs_root.h"
 #include "common/grpc_util.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/sd_notify.h"
 #include "controller/compiler.h"
 #include "common/authz.h"
@@ -43,6 +44,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
   SecurityFlags security;
   AddSecurityFlags(app, &security, /*serves_rpcs=*/true);
+  std::string metrics_listen;
+  app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address (denied RPCs); default none");
   if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
   if (auto status = ApplyLogLevel(log_level); !status.ok()) return UsageError(kProgram, status);
 
@@ -108,6 +111,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   Authorizer authorizer(config.authorization(), TlsEnabled(config.tls()));
+  if (!metrics_listen.empty()) config.set_metrics_listen(metrics_listen);
+  auto registry = std::make_shared<prometheus::Registry>();
+  authorizer.CountIn(&AddDeniedRpcs(*registry));
+  std::unique_ptr<MetricsServer> metrics;
+  if (!config.metrics_listen().empty()) {
+    auto started = MetricsServer::Start(config.metrics_listen());
+    if (!started.ok()) return UsageError(kProgram, started.status());
+    metrics = std::move(*started);
+    metrics->Register(registry);
+  }
   controller::ControllerService service(controller, authorizer);
   auto server = StartGrpcServer(config.listen(), config.tls(), {&service});
   if (!server.ok()) {
@@ -115,7 +128,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   LOG_INFO("controllerd", "listening grpc=", server->bound_address, " desired generation ", *generation);
-  systemd::NotifyReady(StrCat("listening grpc=", server->bound_address, " generation=", *generation));
+  systemd::NotifyReady(StrCat("listening grpc=", server->bound_address, " generation=", *generation,
+                              metrics ? StrCat(" metrics=", metrics->bound_address()) : std::string()));
   int signal = 0;
   sigwait(&signals, &signal);
   systemd::NotifyStopping();

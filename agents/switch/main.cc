@@ -21,6 +21,7 @@
 #include "common/duration.h"
 #include "common/grpc_util.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/sd_notify.h"
 
 int main(int argc, char** argv) {
@@ -64,6 +65,8 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   SecurityFlags security;
   AddSecurityFlags(app, &security, /*serves_rpcs=*/true);
+  std::string metrics_listen;
+  app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address (denied RPCs); default none");
   if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
 
   v1::SwitchdConfig config;
@@ -141,6 +144,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   Authorizer authorizer(config.authorization(), TlsEnabled(config.tls()));
+  from_config("--metrics-listen", config.metrics_listen(), &metrics_listen);
+  auto registry = std::make_shared<prometheus::Registry>();
+  authorizer.CountIn(&AddDeniedRpcs(*registry));
+  std::unique_ptr<MetricsServer> metrics;
+  if (!metrics_listen.empty()) {
+    auto started = MetricsServer::Start(metrics_listen);
+    if (!started.ok()) return UsageError(kProgram, started.status());
+    metrics = std::move(*started);
+    metrics->Register(registry);
+  }
   switchd::ConfigService config_service(applier, authorizer);
   auto server = StartGrpcServer(listen, config.tls(), {&config_service});
   if (!server.ok()) {
@@ -163,6 +176,7 @@ int main(int argc, char** argv) {
   LOG_INFO("switchd", "switch ", switch_name, ": ", backend_name, " backend, polling every ",
            FormatDurationUs(*interval), ", shipping to ", collector);
   systemd::NotifyReady(StrCat("polling switch=", switch_name, " collector=", collector,
+                              metrics ? StrCat(" metrics=", metrics->bound_address()) : std::string(),
                               " grpc=", server->bound_address));
   loop.Run(io, /*flush_timeout_us=*/3'000'000);
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

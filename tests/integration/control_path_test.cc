@@ -68,6 +68,7 @@ class ControlPath : public ::testing::Test {
     ASSERT_FALSE(collector.status.empty()) << testing::ReadFile(dir_ / "collector.log");
     collector_ = std::move(collector.process);
     collector_address_ = testing::StatusField(collector.status, "grpc");
+    collector_metrics_ = testing::StatusField(collector.status, "metrics");
     auto shard = testing::StartDaemon(
         testing::With({BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--metrics-listen",
                        "127.0.0.1:0", "--db", dir_ / "shard2.db", "--topology", dir_ / "topology.yaml",
@@ -85,7 +86,7 @@ class ControlPath : public ::testing::Test {
       switchds_.push_back(std::make_unique<Subprocess>(Subprocess::Options{
           testing::With({BinDir() + "/rocefab-switchd", "--collector", shard_address_, "--interval", "100ms",
                          "--state-dir", dir_ / "switches", "--switch-name", sw.name(), "--listen", "127.0.0.1:0",
-                         "--grant", "viewer=vera"},
+                         "--grant", "viewer=vera", "--metrics-listen", "127.0.0.1:0"},
                         ca_.Flags(sw.name())),
           {{"NOTIFY_SOCKET", agents_ready.path()}},
           "",
@@ -95,7 +96,10 @@ class ControlPath : public ::testing::Test {
       auto status = agents_ready.WaitReady(std::chrono::seconds(20));
       ASSERT_TRUE(status.has_value());
       agents[testing::StatusField(*status, "switch")] = testing::StatusField(*status, "grpc");
-      if (testing::StatusField(*status, "switch") == "z1-rtsw01") agent_address_ = testing::StatusField(*status, "grpc");
+      if (testing::StatusField(*status, "switch") == "z1-rtsw01") {
+        agent_address_ = testing::StatusField(*status, "grpc");
+        agent_metrics_ = testing::StatusField(*status, "metrics");
+      }
     }
     testing::WriteFile(dir_ / "endpoints.json", nlohmann::json{{"switch_agents", agents}}.dump());
     StartController("policy-ecmp.yaml");
@@ -110,12 +114,14 @@ class ControlPath : public ::testing::Test {
         testing::With({BinDir() + "/rocefab-controllerd", "--listen", "127.0.0.1:0", "--db", dir_ / "controller.db",
                        "--topology", dir_ / "topology.yaml", "--policy", dir_ / policy, "--collector",
                        collector_address_ + "," + shard_address_, "--switch-agents-json", dir_ / "endpoints.json",
-                       "--grant", "viewer=vera", "--grant", "operator=oscar", "--grant", "admin=alice,ada"},
+                       "--grant", "viewer=vera", "--grant", "operator=oscar", "--grant", "admin=alice,ada",
+                       "--metrics-listen", "127.0.0.1:0"},
                       ca_.Flags("rocefab-controllerd")),
         dir_ / "controller.log");
     ASSERT_FALSE(controller.status.empty()) << testing::ReadFile(dir_ / "controller.log");
     controller_ = std::move(controller.process);
     controller_address_ = testing::StatusField(controller.status, "grpc");
+    controller_metrics_ = testing::StatusField(controller.status, "metrics");
   }
 
   // The switch's counters file, as the lab would write it: every cabled
@@ -150,6 +156,7 @@ class ControlPath : public ::testing::Test {
   std::unique_ptr<Subprocess> collector_, shard_, controller_;
   std::vector<std::unique_ptr<Subprocess>> switchds_;
   std::string collector_address_, shard_address_, controller_address_, agent_address_;
+  std::string collector_metrics_, controller_metrics_, agent_metrics_;
 };
 
 TEST_F(ControlPath, PlanApplyStatusHistoryDrainAndAGateThatRollsBack) {
@@ -427,6 +434,15 @@ TEST_F(ControlPath, EveryRpcOfEveryServiceIsAllowedOrDeniedByTheCallersCertifica
   }
   std::cout << "[rpc x identity]\n" << table.str();
   EXPECT_EQ(mismatches, 0);
+  // Each daemon counted what it refused, by method.
+  for (const auto& [metrics, method] : std::vector<std::pair<std::string, std::string>>{
+           {collector_metrics_, "/rocefab.v1.Query/Silence"},
+           {controller_metrics_, "/rocefab.v1.Controller/Apply"},
+           {agent_metrics_, "/rocefab.v1.SwitchAgent/ApplyConfig"}}) {
+    auto body = testing::HttpGet(metrics, "/metrics");
+    ASSERT_TRUE(body.has_value()) << metrics;
+    EXPECT_NE(body->find("rocefab_grpc_denied_total{method=\"" + method + "\"}"), std::string::npos) << *body;
+  }
 }
 
 }  // namespace
