@@ -58,24 +58,22 @@ class ControlPath : public ::testing::Test {
     for (const auto& sw : proto_.switches()) identities.push_back(sw.name());
     ca_.Issue(identities);
 
-    auto collector = testing::StartDaemon(
-        testing::With({BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--metrics-listen",
-                       "127.0.0.1:0", "--db", dir_ / "collector.db", "--topology", dir_ / "topology.yaml",
-                       "--grant", kCollectorViewers, "--grant", "operator=oscar", "--grant", "admin=ada",
-                       "--grant", "agent=z1-*"},
-                      ca_.Flags("rocefab-collectord")),
-        dir_ / "collector.log");
+    // Two collector shards with the same grants; the switches report to the second.
+    auto start_collector = [&](const std::string& name) {
+      return testing::StartDaemon(
+          testing::With({BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--metrics-listen",
+                         "127.0.0.1:0", "--db", dir_ / (name + ".db"), "--topology", dir_ / "topology.yaml",
+                         "--grant", kCollectorViewers, "--grant", "operator=oscar", "--grant", "admin=ada",
+                         "--grant", "agent=z1-*"},
+                        ca_.Flags("rocefab-collectord")),
+          dir_ / (name + ".log"));
+    };
+    auto collector = start_collector("collector");
     ASSERT_FALSE(collector.status.empty()) << testing::ReadFile(dir_ / "collector.log");
     collector_ = std::move(collector.process);
     collector_address_ = testing::StatusField(collector.status, "grpc");
     collector_metrics_ = testing::StatusField(collector.status, "metrics");
-    auto shard = testing::StartDaemon(
-        testing::With({BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--metrics-listen",
-                       "127.0.0.1:0", "--db", dir_ / "shard2.db", "--topology", dir_ / "topology.yaml",
-                       "--grant", kCollectorViewers, "--grant", "operator=oscar", "--grant", "admin=ada",
-                       "--grant", "agent=z1-*"},
-                      ca_.Flags("rocefab-collectord")),
-        dir_ / "shard2.log");
+    auto shard = start_collector("shard2");
     ASSERT_FALSE(shard.status.empty()) << testing::ReadFile(dir_ / "shard2.log");
     shard_ = std::move(shard.process);
     shard_address_ = testing::StatusField(shard.status, "grpc");
