@@ -18,6 +18,20 @@ bool ValidName(const std::string& name, size_t max_len) {
   return true;
 }
 
+// Keeps the elements `keep` says yes to, in order; returns how many went.
+template <typename T, typename Keep>
+size_t KeepIf(google::protobuf::RepeatedPtrField<T>* items, Keep keep) {
+  const int before = items->size();
+  int kept = 0;
+  for (int i = 0; i < before; ++i) {
+    if (!keep(*items->Mutable(i))) continue;
+    if (kept != i) items->SwapElements(kept, i);
+    ++kept;
+  }
+  items->DeleteSubrange(kept, before - kept);
+  return static_cast<size_t>(before - kept);
+}
+
 // A stream refused before its first read.
 class DeniedReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1::Ack> {
  public:
@@ -58,7 +72,11 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
     if (!screened.first_problem.empty())
       LOG_WARN(kLog, "batch seq ", incoming_.seq(), " from ", peer_, ": ", screened.first_problem, " (",
                screened.foreign, " foreign, ", screened.future_dropped, " future-dated dropped)");
-    if (taken.skew_us) metrics_.agent_clock_skew.Add({{"agent", incoming_.agent_id()}}).Set(*taken.skew_us / 1e6);
+    if (taken.skew_us && taken.error.empty()) {
+      // One gauge per stream: its agent id is fixed once the first batch is taken.
+      if (skew_ == nullptr) skew_ = &metrics_.agent_clock_skew.Add({{"agent", incoming_.agent_id()}});
+      skew_->Set(static_cast<double>(*taken.skew_us) / 1e6);
+    }
     const std::string& error = taken.error;
     if (!error.empty()) {
       metrics_.batches_rejected.Increment();
@@ -194,6 +212,7 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
   const Clock& clock_;
   const std::string peer_;
   PushScreen screen_;            // read path only
+  prometheus::Gauge* skew_ = nullptr;  // read path only
   v1::TelemetryBatch incoming_;  // owned by the read path only
   std::string agent_id_;
 
@@ -275,20 +294,12 @@ std::string CollectiveProblem(const v1::CollectiveRecord& record) {
 }
 
 size_t DropBadCollectives(v1::TelemetryBatch* batch, std::string* first_problem) {
-  auto* records = batch->mutable_collectives();
-  const int before = records->size();
-  int kept = 0;
-  for (int i = 0; i < before; ++i) {
-    std::string why = CollectiveProblem(records->Get(i));
-    if (!why.empty()) {
-      if (first_problem->empty()) *first_problem = std::move(why);
-      continue;
-    }
-    if (kept != i) records->SwapElements(kept, i);
-    ++kept;
-  }
-  records->DeleteSubrange(kept, before - kept);
-  return static_cast<size_t>(before - kept);
+  return KeepIf(batch->mutable_collectives(), [&](const v1::CollectiveRecord& record) {
+    std::string why = CollectiveProblem(record);
+    if (why.empty()) return true;
+    if (first_problem->empty()) *first_problem = std::move(why);
+    return false;
+  });
 }
 
 void AgentRegistry::Connected(const std::string& agent_id) {
@@ -345,57 +356,54 @@ PushScreen::Outcome PushScreen::Take(v1::TelemetryBatch* batch, int64_t now_us) 
 Screening ScreenBatch(v1::TelemetryBatch* batch, const std::string& identity, int64_t now_us,
                       int64_t max_future_us) {
   Screening out;
+  auto note = [&](std::string problem) {
+    if (out.first_problem.empty()) out.first_problem = std::move(problem);
+  };
+  // Future dates: false past the bound (counted as dropped); clipped to the
+  // receive time inside it.
+  auto in_time = [&](int64_t* ts_us) {
+    if (*ts_us > now_us + max_future_us) {
+      ++out.future_dropped;
+      return false;
+    }
+    if (*ts_us > now_us) {
+      *ts_us = now_us;
+      ++out.future_clipped;
+    }
+    return true;
+  };
+  auto ahead = [&](int64_t ts_us) {
+    return StrCat(" is dated ", (ts_us - now_us) / 1'000'000, " s ahead of the collector's clock");
+  };
   const std::string prefix = identity + "/";
-  auto* entities = batch->mutable_entities();
-  int kept = 0;
-  for (int i = 0; i < entities->size(); ++i) {
-    v1::EntitySamples& e = *entities->Mutable(i);
+  KeepIf(batch->mutable_entities(), [&](v1::EntitySamples& e) {
     if (!identity.empty() && e.scope() != v1::SCOPE_COLL && !e.entity().starts_with(prefix)) {
-      if (out.first_problem.empty())
-        out.first_problem = StrCat("entity '", e.entity(), "' is not under '", prefix, "'");
+      note(StrCat("entity '", e.entity(), "' is not under '", prefix, "'"));
       ++out.foreign;
-      continue;
+      return false;
     }
-    if (e.timestamp_us() > now_us + max_future_us) {
-      if (out.first_problem.empty())
-        out.first_problem = StrCat("entity '", e.entity(), "' is dated ", (e.timestamp_us() - now_us) / 1'000'000,
-                                   " s ahead of the collector's clock");
-      ++out.future_dropped;
-      continue;
+    int64_t ts = e.timestamp_us();
+    if (!in_time(&ts)) {
+      note(StrCat("entity '", e.entity(), "'", ahead(ts)));
+      return false;
     }
-    if (e.timestamp_us() > now_us) {
-      e.set_timestamp_us(now_us);
-      ++out.future_clipped;
-    }
-    if (kept != i) entities->SwapElements(kept, i);
-    ++kept;
-  }
-  entities->DeleteSubrange(kept, entities->size() - kept);
-  auto* records = batch->mutable_collectives();
-  kept = 0;
-  for (int i = 0; i < records->size(); ++i) {
-    v1::CollectiveRecord& r = *records->Mutable(i);
+    e.set_timestamp_us(ts);
+    return true;
+  });
+  KeepIf(batch->mutable_collectives(), [&](v1::CollectiveRecord& r) {
     if (!identity.empty() && !SameHost(r.host(), identity)) {
-      if (out.first_problem.empty())
-        out.first_problem = StrCat("a collective record of host '", r.host(), "' came from '", identity, "'");
+      note(StrCat("a collective record of host '", r.host(), "' came from '", identity, "'"));
       ++out.foreign;
-      continue;
+      return false;
     }
-    if (r.timestamp_us() > now_us + max_future_us) {
-      if (out.first_problem.empty())
-        out.first_problem = StrCat("collective record ", r.op(), " #", r.seq(), " is dated ",
-                                   (r.timestamp_us() - now_us) / 1'000'000, " s ahead of the collector's clock");
-      ++out.future_dropped;
-      continue;
+    int64_t ts = r.timestamp_us();
+    if (!in_time(&ts)) {
+      note(StrCat("collective record ", r.op(), " #", r.seq(), ahead(ts)));
+      return false;
     }
-    if (r.timestamp_us() > now_us) {
-      r.set_timestamp_us(now_us);
-      ++out.future_clipped;
-    }
-    if (kept != i) records->SwapElements(kept, i);
-    ++kept;
-  }
-  records->DeleteSubrange(kept, records->size() - kept);
+    r.set_timestamp_us(ts);
+    return true;
+  });
   return out;
 }
 

@@ -147,19 +147,10 @@ grpc::Status Authorizer::Check(const grpc::ServerContextBase* call, std::string_
     if (identity) *identity = who;
     return grpc::Status::OK;
   }
-  {
-    std::lock_guard lock(mu_);
-    ++denied_[std::string(method)];
-  }
-  ++denied_total_;
   if (family_) family_->Add({{"method", std::string(method)}}).Increment();
   LOG_WARN(kLog, "denied ", method, " from ", context.peer(), ": ", why);
   return grpc::Status(code, StrCat(method, ": ", why));
 }
 
-std::map<std::string, uint64_t> Authorizer::Denied() const {
-  std::lock_guard lock(mu_);
-  return denied_;
-}
 
 }  // namespace rocefab

@@ -6,9 +6,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <atomic>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,18 +57,12 @@ class Authorizer final {
   RoleSet RolesOf(const std::string& identity) const;
   bool enforcing() const { return enforce_; }
 
-  // Denied calls by method since the start, for /metrics.
-  std::map<std::string, uint64_t> Denied() const;
-  uint64_t denied_total() const { return denied_total_.load(); }
 
  private:
   v1::AuthorizationConfig config_;
   bool enforce_;
   std::string self_identity_ = "self";
   prometheus::Family<prometheus::Counter>* family_ = nullptr;
-  mutable std::mutex mu_;
-  mutable std::map<std::string, uint64_t> denied_;
-  mutable std::atomic<uint64_t> denied_total_{0};
 };
 
 // The name an audit record carries: the authenticated identity; in the

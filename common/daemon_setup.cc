@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "absl/strings/str_split.h"
 #include "common/config_loader.h"
 #include "common/duration.h"
 #include "common/log.h"
@@ -58,13 +59,8 @@ absl::Status ResolveSecurity(const SecurityFlags& flags, bool config_has_tls, v1
       return absl::InvalidArgumentError(StrCat(
           "--grant '", grant, "': expected ROLE=IDENTITY[,IDENTITY...] with ROLE one of viewer, "
           "operator, admin, controller, agent"));
-    size_t start = eq + 1;
-    while (start <= grant.size()) {
-      size_t comma = grant.find(',', start);
-      if (comma == std::string::npos) comma = grant.size();
-      if (comma > start) list->Add(grant.substr(start, comma - start));
-      start = comma + 1;
-    }
+    for (absl::string_view identity : absl::StrSplit(grant.substr(eq + 1), ',', absl::SkipEmpty()))
+      list->Add(std::string(identity));
   }
   return absl::OkStatus();
 }

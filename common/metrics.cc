@@ -3,16 +3,12 @@
 #include <prometheus/exposer.h>
 
 #include <crypt.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <map>
 
 #include "common/strings.h"
 #include "common/config_loader.h"
-#include "common/fs_root.h"
 #include "common/grpc_util.h"
 #include "rocefab/v1/config.pb.h"
 

@@ -48,6 +48,12 @@ uint64_t Controller::generation() const {
 
 void Controller::Audit(const std::string& who, const std::string& action, const std::string& target,
                        const std::string& why, const std::string& detail, uint64_t generation) {
+  std::lock_guard lock(mu_);
+  AuditLocked(who, action, target, why, detail, generation);
+}
+
+void Controller::AuditLocked(const std::string& who, const std::string& action, const std::string& target,
+                             const std::string& why, const std::string& detail, uint64_t generation) {
   v1::AuditEntry entry;
   entry.set_timestamp_us(clock_.NowUs());
   entry.set_who(who.empty() ? "unknown" : who);
@@ -56,7 +62,6 @@ void Controller::Audit(const std::string& who, const std::string& action, const 
   entry.set_why(why);
   entry.set_detail(detail);
   entry.set_generation(generation);
-  std::lock_guard lock(mu_);
   if (auto status = store_.Audit(entry); !status.ok())
     LOG_ERROR(kLog, "audit log write failed: ", status.message());
 }
@@ -78,15 +83,7 @@ absl::StatusOr<uint64_t> Controller::RecompileLocked(const std::string& who, con
   generation_ = next;
   desired_ = std::move(*compiled);
   frozen_ = false;
-  v1::AuditEntry entry;
-  entry.set_timestamp_us(clock_.NowUs());
-  entry.set_who(who);
-  entry.set_action("compile");
-  entry.set_target("fabric");
-  entry.set_why(why);
-  entry.set_detail(StrCat(desired_.size(), " switch configs"));
-  entry.set_generation(next);
-  (void)store_.Audit(entry);
+  AuditLocked(who, "compile", "fabric", why, StrCat(desired_.size(), " switch configs"), next);
   LOG_INFO(kLog, "desired generation ", next, " (", desired_.size(), " switches)");
   return next;
 }

@@ -80,6 +80,8 @@ class Controller final {
   std::string HealthGate(const std::vector<std::string>& switches, int64_t since_us, bool ask_detectors);
   void Audit(const std::string& who, const std::string& action, const std::string& target,
              const std::string& why, const std::string& detail, uint64_t generation);
+  void AuditLocked(const std::string& who, const std::string& action, const std::string& target,
+                   const std::string& why, const std::string& detail, uint64_t generation);
   void RollBack(const std::vector<std::string>& touched, const std::map<std::string, v1::SwitchConfig>& previous,
                 const std::string& who, const std::string& why, std::string* failure, v1::ApplyResponse* response);
 
