@@ -8,8 +8,9 @@
 #
 #   RUNS=10000000 PARALLEL=2 FUZZ_BUILD=build-fuzz TARGETS="sysfs_value hostlist"
 #   MAX_TIME=600: stop each target after this many seconds even short of RUNS
-#   MERGE=1: merge the inputs that found new coverage back into
-#            fuzz/corpus/<name> (minimized with -merge=1), to commit.
+#   MERGE=1: as each target ends, merge the inputs that found new coverage
+#            back into fuzz/corpus/<name> (minimized with -merge=1), to commit.
+#   SKIP_BUILD=1: run the targets already built in <build>, without building.
 #
 # Not part of `make test`: the normal build replays the committed corpora
 # as ctest fuzz_replay_<name> without clang.
@@ -35,9 +36,11 @@ cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER
   -DCMAKE_CXX_COMPILER=clang++ "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_C_FLAGS=$flags" \
   -DROCEFAB_FUZZ=ON -DROCEFAB_BUILD_BENCH=OFF >/dev/null
 targets=${TARGETS:-$(cd "$src/fuzz" && ls *_fuzz.cc | sed 's/_fuzz\.cc$//' | tr '\n' ' ')}
-echo "fuzz: building ${targets} into $build (log: $build/fuzz-build.log)"
-cmake --build "$build" -j "$(nproc)" --target $(for t in $targets; do printf '%s_fuzz ' "$t"; done) \
-  >"$build/fuzz-build.log" 2>&1 || { tail -30 "$build/fuzz-build.log"; exit 1; }
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  echo "fuzz: building ${targets} into $build (log: $build/fuzz-build.log)"
+  cmake --build "$build" -j "$(nproc)" --target $(for t in $targets; do printf '%s_fuzz ' "$t"; done) \
+    >"$build/fuzz-build.log" 2>&1 || { tail -30 "$build/fuzz-build.log"; exit 1; }
+fi
 
 run_one() {
   local name=$1 corpus=$build/corpus/$1 artifacts=$build/artifacts/$1 log=$build/logs/$1.log
@@ -47,9 +50,28 @@ run_one() {
   "$build/fuzz/${name}_fuzz" -runs="$runs" -max_len="$max_len" -max_total_time="$max_time" -print_final_stats=1 \
     -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1 || true
   echo "$name $((SECONDS - start))" >"$build/logs/$name.time"
+  [ "${MERGE:-0}" = 1 ] && merge_one "$name"
+  return 0
 }
-export -f run_one
-export build src runs max_len max_time
+
+# Adds to fuzz/corpus/<name> the campaign's inputs that reach new coverage.
+merge_one() {
+  local name=$1 merged f base added=0
+  merged=$(mktemp -d)
+  "$build/fuzz/${name}_fuzz" -merge=1 -max_len="$max_len" "$merged" "$src/fuzz/corpus/$name" "$build/corpus/$name" \
+    >"$build/logs/$name.merge.log" 2>&1
+  for f in "$merged"/*; do
+    [ -e "$f" ] || continue
+    base=$(basename "$f")
+    if ! cmp -s "$f" "$src/fuzz/corpus/$name/$base" 2>/dev/null && ! ls "$src/fuzz/corpus/$name" | grep -q "$base"; then
+      cp "$f" "$src/fuzz/corpus/$name/cov-$base" && added=$((added + 1))
+    fi
+  done
+  rm -rf "$merged"
+  echo "fuzz: $name: $added input(s) with new coverage added to fuzz/corpus/$name"
+}
+export -f run_one merge_one
+export build src runs max_len max_time MERGE
 printf '%s\n' $targets | xargs -P "$parallel" -I{} bash -c 'run_one {}'
 
 report=$build/fuzz-report.md
@@ -71,23 +93,6 @@ report=$build/fuzz-report.md
 } >"$report"
 cat "$report"
 
-if [ "${MERGE:-0}" = 1 ]; then
-  for name in $targets; do
-    merged=$(mktemp -d)
-    "$build/fuzz/${name}_fuzz" -merge=1 -max_len="$max_len" "$merged" "$src/fuzz/corpus/$name" "$build/corpus/$name" \
-      >"$build/logs/$name.merge.log" 2>&1
-    added=0
-    for f in "$merged"/*; do
-      [ -e "$f" ] || continue
-      base=$(basename "$f")
-      if ! cmp -s "$f" "$src/fuzz/corpus/$name/$base" 2>/dev/null && ! ls "$src/fuzz/corpus/$name" | grep -q "$base"; then
-        cp "$f" "$src/fuzz/corpus/$name/cov-$base" && added=$((added + 1))
-      fi
-    done
-    rm -rf "$merged"
-    echo "fuzz: $name: $added input(s) with new coverage added to fuzz/corpus/$name"
-  done
-fi
 if [ "$(find "$build/artifacts" -type f | wc -l)" -gt 0 ]; then
   echo "fuzz: crashes found; reproducers are in $build/artifacts/" >&2
   exit 1
