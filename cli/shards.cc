@@ -61,27 +61,7 @@ v1::DiagnoseJobResponse MergeDiagnoses(std::vector<v1::DiagnoseJobResponse> part
   const v1::Finding* top = TopFinding(out);
   out.set_playbook(top ? top->playbook() : "");
   // The verdict names the pooled top cause, whichever shard found it.
-  if (top && (out.state() == "stalled" || out.state() == "degraded")) {
-    std::string verdict = out.verdict();
-    for (const char* tail : {"; most likely cause: ", "; no fabric cause"}) {
-      const size_t at = verdict.find(tail);
-      if (at != std::string::npos) verdict.resize(at);
-    }
-    out.set_verdict(StrCat(verdict, "; most likely cause: ", top->kind(), " on ", top->entity(),
-                           " (confidence ", static_cast<int>(top->confidence() * 100 + 0.5), "%)"));
-  } else if (top && out.state() == "healthy") {
-    std::string verdict = out.verdict();
-    for (const char* tail : {"; no anomaly on its paths", "; "}) {
-      const size_t at = verdict.find(tail);
-      if (at != std::string::npos) {
-        verdict.resize(at);
-        break;
-      }
-    }
-    out.set_verdict(StrCat(verdict, "; ", out.findings_size(), " anomaly(ies) on its paths did not slow it; top: ",
-                           top->kind(), " on ", top->entity(), " (confidence ",
-                           static_cast<int>(top->confidence() * 100 + 0.5), "%)"));
-  }
+  out.set_verdict(ComposeVerdict(out));
   out.set_verdict(StrCat(out.verdict(), " [", parts.size(), " collector shards]"));
   return out;
 }

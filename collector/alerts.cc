@@ -1,5 +1,7 @@
 #include "collector/alerts.h"
 
+#include "common/findings.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -68,10 +70,7 @@ std::string EvidenceText(const v1::Anomaly& a) {
   int n = 0;
   for (const auto& ev : a.evidence()) {
     if (n++ == 4) break;
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "%s %s total %.4g peak %.4g/s%s%s", ev.entity().c_str(), ev.counter().c_str(),
-                  ev.total(), ev.peak_rate(), ev.note().empty() ? "" : ": ", ev.note().c_str());
-    StrAppend(&text, text.empty() ? "" : "; ", buf);
+    StrAppend(&text, text.empty() ? "" : "; ", FormatEvidence(ev));
   }
   return text;
 }

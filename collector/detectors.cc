@@ -1,5 +1,7 @@
 #include "collector/detectors.h"
 
+#include "common/findings.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -740,8 +742,13 @@ void Detectors::Track(int64_t now_us, std::vector<Hit> hits) {
         *into = ev;
         continue;
       }
-      into->set_total(into->total() + ev.total());
-      into->set_peak_rate(std::max(into->peak_rate(), ev.peak_rate()));
+      if (IsLevelEvidence(ev.counter())) {
+        into->set_total(ev.total());
+        into->set_peak_rate(ev.peak_rate());
+      } else {
+        into->set_total(into->total() + ev.total());
+        into->set_peak_rate(std::max(into->peak_rate(), ev.peak_rate()));
+      }
       if (!ev.note().empty()) into->set_note(ev.note());
     }
     if (h.severity > a.severity()) a.set_severity(h.severity);

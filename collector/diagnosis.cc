@@ -3,6 +3,7 @@
 #include "common/findings.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -25,6 +26,15 @@ double BaseConfidence(const std::string& kind) {
   };
   auto it = kBase.find(kind);
   return it == kBase.end() ? 0.3 : it->second;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  const double upper = v[mid];
+  if (v.size() % 2) return upper;
+  return (upper + *std::max_element(v.begin(), v.begin() + mid)) / 2;
 }
 
 double SeverityFactor(v1::Severity s) {
@@ -118,23 +128,71 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
   out.set_footprint_ports(static_cast<uint32_t>(in.footprint.ports.size()));
   out.set_footprint_switches(static_cast<uint32_t>(in.footprint.devices.size()));
 
-  // Busbw over the window, for the verdict line: the busiest collective's
-  // healthy level (90th percentile of its buckets) and its latest bucket.
+  // The collective the busbw figures are of: the one with the most records.
   std::map<std::string, uint64_t> per_op;
   for (const auto& p : in.timeline) per_op[p.op()] += p.records();
+  if (per_op.empty())
+    for (const auto& p : in.history) per_op[p.op()] += p.records();
   std::string op;
   for (const auto& [name, n] : per_op)
     if (op.empty() || n > per_op[op]) op = name;
-  std::vector<double> levels;
-  for (const auto& p : in.timeline)
-    if (p.op() == op) {
-      levels.push_back(p.mean_busbw_gbs());
-      out.set_recent_busbw_gbs(p.mean_busbw_gbs());
+  out.set_busbw_op(op);
+  out.set_last_record_us(in.last_record_us);
+
+  // The job's own regression and stall intervals, in and before the window.
+  std::vector<const v1::Anomaly*> symptoms;
+  for (const auto* list : {&in.anomalies, &in.history_symptoms})
+    for (const v1::Anomaly& a : *list)
+      if (IsJobSymptomKind(a.kind()) && a.job() == in.job.id()) symptoms.push_back(&a);
+  auto degraded_at = [&](int64_t start_us) {
+    const int64_t end_us = start_us + std::max<int64_t>(in.bucket_us, 1);
+    for (const v1::Anomaly* a : symptoms)
+      if (a->start_us() < end_us && (a->end_us() == 0 || a->end_us() > start_us)) return true;
+    return false;
+  };
+
+  // The baseline: the job's healthy buckets before the window, never the
+  // window itself, so a short window cannot make a slowdown its own norm.
+  std::vector<double> before;
+  int64_t before_from_us = 0;
+  for (const auto& p : in.history)
+    if (p.op() == op && p.records() > 0 && !degraded_at(p.start_us())) {
+      before.push_back(p.mean_busbw_gbs());
+      if (before_from_us == 0) before_from_us = p.start_us();
     }
-  if (!levels.empty()) {
-    std::sort(levels.begin(), levels.end());
-    out.set_baseline_busbw_gbs(levels[static_cast<size_t>(0.9 * static_cast<double>(levels.size() - 1))]);
+  double spread = -1;  // robust standard deviation of the baseline; <0 unknown
+  constexpr size_t kMinBaselineBuckets = 3;
+  if (before.size() >= kMinBaselineBuckets) {
+    const double median = Median(before);
+    std::vector<double> deviations;
+    for (double v : before) deviations.push_back(std::abs(v - median));
+    spread = 1.4826 * Median(deviations);
+    out.set_baseline_busbw_gbs(median);
+    out.set_baseline_from(StrCat("its ", before.size(), " healthy buckets since ", FormatUtcTimeOfDay(before_from_us)));
+  } else {
+    // A job younger than the window: the regression detector's healthy
+    // level, which it learned from the job's collectives before the slowdown.
+    for (const v1::Anomaly* a : symptoms)
+      for (const auto& ev : a->evidence())
+        if (a->kind() == "busbw_regression" && ev.counter() == "busbw_gbs" && ev.total() > 0 &&
+            (ev.note().empty() || ev.note().starts_with(op + "/")))
+          out.set_baseline_busbw_gbs(ev.total()), out.set_baseline_from("the regression detector's healthy level");
   }
+  const double baseline = out.baseline_busbw_gbs();
+
+  // Busbw of `op` over [from, to) of the window: the median bucket.
+  auto level = [&](int64_t from_us, int64_t to_us) {
+    std::vector<double> v;
+    for (const auto& p : in.timeline)
+      if (p.op() == op && p.records() > 0 && p.start_us() + in.bucket_us > from_us && p.start_us() < to_us)
+        v.push_back(p.mean_busbw_gbs());
+    return v.empty() ? 0.0 : Median(v);
+  };
+  // The latest level: the newest few buckets with records.
+  std::vector<double> latest;
+  for (auto it = in.timeline.rbegin(); it != in.timeline.rend() && latest.size() < 3; ++it)
+    if (it->op() == op && it->records() > 0) latest.push_back(it->mean_busbw_gbs());
+  if (!latest.empty()) out.set_recent_busbw_gbs(Median(latest));
 
   // Degraded intervals: the job's own regression and stall anomalies.
   bool stalled_now = false;
@@ -144,11 +202,44 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
     d->set_start_us(a.start_us());
     d->set_end_us(a.end_us());
     d->set_kind(a.kind());
-    d->set_busbw_ratio(a.kind() == "job_stalled" ? 0 : 1 - a.magnitude());
-    if (a.kind() == "job_stalled" && a.end_us() == 0) stalled_now = true;
+    if (a.kind() == "job_stalled") {
+      if (a.end_us() == 0) stalled_now = true;
+    } else if (baseline > 0) {
+      d->set_busbw_ratio(level(a.start_us(), a.end_us() ? a.end_us() : in.window_end_us + 1) / baseline);
+    } else {
+      d->set_busbw_ratio(1 - a.magnitude());
+    }
+  }
+  // A slowdown the detectors have not (yet) called: the newest run of
+  // buckets below the baseline's range, by at least 5% and by three of its
+  // robust standard deviations. A slowdown is never called healthy.
+  if (out.degraded_size() == 0 && baseline > 0 && spread >= 0) {
+    const double floor = std::min(baseline * 0.95, baseline - 3 * spread);
+    int64_t run_start_us = 0;
+    for (const auto& p : in.timeline) {
+      if (p.op() != op || p.records() == 0) continue;
+      if (p.mean_busbw_gbs() < floor) {
+        if (run_start_us == 0) run_start_us = p.start_us();
+      } else {
+        run_start_us = 0;
+      }
+    }
+    if (run_start_us != 0 && out.recent_busbw_gbs() < floor) {
+      v1::DegradedInterval* d = out.add_degraded();
+      d->set_start_us(run_start_us);
+      d->set_kind("busbw_below_baseline");
+      d->set_busbw_ratio(level(run_start_us, in.window_end_us + 1) / baseline);
+    }
   }
   std::sort(out.mutable_degraded()->begin(), out.mutable_degraded()->end(),
             [](const auto& a, const auto& b) { return a.start_us() < b.start_us(); });
+  // The verdict quotes the newest interval's figures, as its table row does.
+  const v1::DegradedInterval* newest = nullptr;
+  for (const auto& d : out.degraded())
+    if (d.kind() != "job_stalled") newest = &d;
+  if (newest != nullptr && baseline > 0 && newest->busbw_ratio() > 0)
+    out.set_recent_busbw_gbs(newest->busbw_ratio() * baseline);
+  if (baseline > 0 && out.recent_busbw_gbs() > 0) out.set_busbw_ratio(out.recent_busbw_gbs() / baseline);
 
   // Findings: anomalies on the job's footprint, ranked.
   std::map<uint64_t, const v1::Anomaly*> by_id;
@@ -156,7 +247,10 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
   std::vector<v1::Finding> findings;
   for (const v1::Anomaly& a : in.anomalies) {
     if (IsJobSymptomKind(a.kind()) || !Touches(in.footprint, a, in.job.id())) continue;
-    if (in.onset_only && a.start_us() < in.window_start_us) continue;
+    // --onset-only keeps what began in the window, and what began before it
+    // and still lasts (reported as ongoing): an old storm is still a cause.
+    const bool lasting = a.end_us() == 0 || a.end_us() >= in.window_end_us;
+    if (in.onset_only && a.start_us() < in.window_start_us && !lasting) continue;
     v1::Finding f;
     f.set_kind(a.kind());
     f.set_entity(a.entity());
@@ -192,33 +286,11 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
   const v1::Finding* top = TopFinding(out);
   if (top) out.set_playbook(top->playbook());
 
-  char busbw[160] = "";
-  if (out.baseline_busbw_gbs() > 0)
-    std::snprintf(busbw, sizeof busbw, "busbw %.1f GB/s now vs %.1f GB/s baseline", out.recent_busbw_gbs(),
-                  out.baseline_busbw_gbs());
-  std::string cause = top ? StrCat(top->kind(), " on ", top->entity(), " (confidence ",
-                                   static_cast<int>(top->confidence() * 100 + 0.5), "%)")
-                          : "";
-  if (stalled_now) {
-    out.set_state("stalled");
-    out.set_verdict(StrCat("STALLED: no collective completes",
-                           top ? StrCat("; most likely cause: ", cause) : "; no fabric cause found"));
-  } else if (out.degraded_size() > 0) {
-    out.set_state("degraded");
-    out.set_verdict(StrCat("DEGRADED since ", FormatUtcTimeOfDay(out.degraded(0).start_us()), *busbw ? StrCat(" (", busbw, ")") : "",
-                           top ? StrCat("; most likely cause: ", cause)
-                               : "; no fabric cause on its paths: check GPUs, hosts and software"));
-  } else if (top) {
-    out.set_state("healthy");
-    out.set_verdict(StrCat("healthy busbw", *busbw ? StrCat(" (", busbw, ")") : "", "; ",
-                           out.findings_size(), " anomaly(ies) on its paths did not slow it; top: ", cause));
-  } else if (in.timeline.empty() && in.anomalies.empty()) {
-    out.set_state("unknown");
-    out.set_verdict("no collective records and no anomalies in the window");
-  } else {
-    out.set_state("healthy");
-    out.set_verdict(StrCat("healthy", *busbw ? StrCat(": ", busbw) : "", "; no anomaly on its paths"));
-  }
+  if (stalled_now) out.set_state("stalled");
+  else if (out.degraded_size() > 0) out.set_state("degraded");
+  else if (in.timeline.empty() || per_op.empty() || out.recent_busbw_gbs() <= 0) out.set_state("unknown");
+  else out.set_state("healthy");
+  out.set_verdict(ComposeVerdict(out));
   return out;
 }
 

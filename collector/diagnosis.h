@@ -42,7 +42,13 @@ struct DiagnoseInput {
   v1::Job job;
   std::vector<v1::Anomaly> anomalies;  // every anomaly active in the window
   Footprint footprint;
-  std::vector<v1::JobTimelinePoint> timeline;  // the window, small buckets
+  std::vector<v1::JobTimelinePoint> timeline;  // the window, buckets of bucket_us
+  // The job's timeline before the window, and its own regression and stall
+  // anomalies there: where its baseline comes from.
+  std::vector<v1::JobTimelinePoint> history;
+  std::vector<v1::Anomaly> history_symptoms;
+  int64_t bucket_us = 1'000'000;
+  int64_t last_record_us = 0;  // the job's newest collective record, 0: none
   int64_t window_start_us = 0, window_end_us = 0;
   bool onset_only = false;
 };

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 namespace rocefab::collector {
 namespace {
 
@@ -100,10 +102,129 @@ TEST(DiagnoseTest, RanksTheCauseFirstAndIgnoresOtherJobsTrouble) {
     if (f.kind() == "pfc_pause") {
       EXPECT_EQ(f.role(), "symptom");
     }
-  // Onset only: the old buffer level drops out.
+  // Onset only: the buffer level that began before the window and still
+  // lasts stays, marked as ongoing; one that ended before it drops out.
   in.onset_only = true;
   in.window_start_us = t - 2'000'000;
+  EXPECT_EQ(Diagnose(in).findings_size(), 3);
+  in.anomalies[4].set_end_us(t - 100'000'000);
   EXPECT_EQ(Diagnose(in).findings_size(), 2);
+}
+
+// Buckets of `op` at `busbw` GB/s, one per second over [from, to), with a
+// small alternating wobble so the baseline has a spread.
+std::vector<v1::JobTimelinePoint> Buckets(int64_t from_us, int64_t to_us, double busbw, double wobble = 0.5) {
+  std::vector<v1::JobTimelinePoint> points;
+  int i = 0;
+  for (int64_t t = from_us; t < to_us; t += 1'000'000, ++i) {
+    v1::JobTimelinePoint p;
+    p.set_start_us(t);
+    p.set_op("AllReduce");
+    p.set_records(16);
+    p.set_mean_busbw_gbs(busbw + (i % 2 ? wobble : -wobble));
+    points.push_back(p);
+  }
+  return points;
+}
+
+struct Window {
+  DiagnoseInput in;
+  int64_t t = 1'800'000'000'000'000;  // the window's end
+};
+
+// A job running since 10 min before `t`, a 30 s window ending at `t`.
+Window ShortWindow() {
+  Window w;
+  w.in.job = TwoRackJob();
+  w.in.job.set_start_us(w.t - 600'000'000);
+  auto topo = Topology::FromYaml(kTopology, "test");
+  w.in.footprint = JobFootprint(topo->get(), w.in.job, {});
+  w.in.window_start_us = w.t - 30'000'000;
+  w.in.window_end_us = w.t;
+  w.in.history = Buckets(w.t - 300'000'000, w.in.window_start_us, 109.2);
+  w.in.last_record_us = w.t - 1'000'000;
+  return w;
+}
+
+std::string TwoDigits(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", v);
+  return buf;
+}
+
+TEST(DiagnoseVerdictTest, AShortWindowTakesItsBaselineFromBeforeTheWindowAndQuotesTheTablesRatio) {
+  Window w = ShortWindow();
+  // The slowdown began 20 s before the window and fills it.
+  w.in.history.resize(w.in.history.size() - 20);
+  auto slow_before = Buckets(w.in.window_start_us - 20'000'000, w.in.window_start_us, 66.6);
+  w.in.history.insert(w.in.history.end(), slow_before.begin(), slow_before.end());
+  w.in.timeline = Buckets(w.in.window_start_us, w.t, 66.6);
+  v1::Anomaly regression = Make(1, "busbw_regression", "4711", w.in.window_start_us - 16'000'000, v1::SEVERITY_WARNING);
+  regression.set_job("4711");
+  regression.set_magnitude(0.2);  // the detector's first, milder judgement
+  w.in.anomalies = {regression};
+  const v1::DiagnoseJobResponse d = Diagnose(w.in);
+  EXPECT_EQ(d.state(), "degraded");
+  EXPECT_NEAR(d.baseline_busbw_gbs(), 109.2, 0.6) << "the slow buckets before the window are not the baseline";
+  ASSERT_EQ(d.degraded_size(), 1);
+  EXPECT_NEAR(d.degraded(0).busbw_ratio(), 66.6 / 109.2, 0.01);
+  EXPECT_DOUBLE_EQ(d.busbw_ratio(), d.degraded(0).busbw_ratio());
+  EXPECT_NE(d.verdict().find(TwoDigits(d.degraded(0).busbw_ratio())), std::string::npos) << d.verdict();
+  EXPECT_EQ(d.verdict().rfind("DEGRADED since ", 0), 0u) << d.verdict();
+  EXPECT_NE(d.verdict().find("(before the window)"), std::string::npos) << d.verdict();
+}
+
+TEST(DiagnoseVerdictTest, ATwentyPercentDropTheDetectorsHaveNotCalledIsDegradedNotHealthy) {
+  Window w = ShortWindow();
+  w.in.timeline = Buckets(w.in.window_start_us, w.t, 87.9);
+  const v1::DiagnoseJobResponse d = Diagnose(w.in);
+  EXPECT_EQ(d.state(), "degraded") << d.verdict();
+  ASSERT_EQ(d.degraded_size(), 1);
+  EXPECT_EQ(d.degraded(0).kind(), "busbw_below_baseline");
+  EXPECT_NEAR(d.busbw_ratio(), 87.9 / 109.2, 0.01);
+  EXPECT_EQ(d.verdict().find("HEALTHY"), std::string::npos) << d.verdict();
+  EXPECT_NE(d.verdict().find("no fabric cause on its paths"), std::string::npos) << d.verdict();
+}
+
+TEST(DiagnoseVerdictTest, ALevelWithinTheBaselinesOwnSpreadIsHealthy) {
+  Window w = ShortWindow();
+  w.in.timeline = Buckets(w.in.window_start_us, w.t, 108.9);
+  const v1::DiagnoseJobResponse d = Diagnose(w.in);
+  EXPECT_EQ(d.state(), "healthy") << d.verdict();
+  EXPECT_EQ(d.verdict().rfind("HEALTHY: AllReduce busbw 10", 0), 0u) << d.verdict();
+}
+
+TEST(DiagnoseVerdictTest, AJobWithNoCollectiveDataIsUnknownNeverHealthy) {
+  Window w = ShortWindow();
+  w.in.history.clear();
+  w.in.last_record_us = 0;
+  w.in.job.set_start_us(w.in.window_start_us + 1'000'000);
+  v1::DiagnoseJobResponse d = Diagnose(w.in);
+  EXPECT_EQ(d.state(), "unknown");
+  EXPECT_EQ(d.verdict().rfind("UNKNOWN: no NCCL data since the job started at ", 0), 0u) << d.verdict();
+  EXPECT_NE(d.verdict().find("rocefab agents"), std::string::npos) << d.verdict();
+  // Data that stopped before the window: since when.
+  w.in.history = Buckets(w.t - 300'000'000, w.t - 200'000'000, 100);
+  w.in.last_record_us = w.t - 201'000'000;
+  d = Diagnose(w.in);
+  EXPECT_EQ(d.state(), "unknown");
+  EXPECT_NE(d.verdict().find("(its last collective record)"), std::string::npos) << d.verdict();
+}
+
+TEST(DiagnoseVerdictTest, OnsetOnlyReportsACauseThatBeganBeforeTheWindowAsOngoing) {
+  Window w = ShortWindow();
+  w.in.history.resize(w.in.history.size() - 20);
+  w.in.timeline = Buckets(w.in.window_start_us, w.t, 66.6);
+  v1::Anomaly regression = Make(1, "busbw_regression", "4711", w.in.window_start_us - 16'000'000, v1::SEVERITY_WARNING);
+  regression.set_job("4711");
+  w.in.anomalies = {regression, Make(2, "pfc_storm", "z1-r02-h1/mlx5_0", w.in.window_start_us - 20'000'000)};
+  w.in.onset_only = true;
+  const v1::DiagnoseJobResponse d = Diagnose(w.in);
+  ASSERT_EQ(d.findings_size(), 1);
+  EXPECT_EQ(d.findings(0).kind(), "pfc_storm");
+  EXPECT_NE(d.verdict().find("most likely cause: pfc_storm on z1-r02-h1/mlx5_0"), std::string::npos) << d.verdict();
+  EXPECT_NE(d.verdict().find("ongoing since "), std::string::npos) << d.verdict();
+  EXPECT_EQ(d.verdict().find("no fabric cause"), std::string::npos) << d.verdict();
 }
 
 TEST(DiagnoseTest, HealthyJobWithNothingOnItsPaths) {
@@ -122,6 +243,7 @@ TEST(DiagnoseTest, HealthyJobWithNothingOnItsPaths) {
   EXPECT_EQ(d.state(), "healthy");
   EXPECT_EQ(d.findings_size(), 0);
   EXPECT_NE(d.verdict().find("144.3"), std::string::npos);
+  EXPECT_NE(d.verdict().find("no baseline before the window"), std::string::npos) << d.verdict();
 }
 
 }  // namespace

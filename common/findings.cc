@@ -1,6 +1,12 @@
 #include "common/findings.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "common/clock.h"
+#include "common/counters.h"
+#include "common/strings.h"
 
 namespace rocefab {
 
@@ -15,6 +21,146 @@ const v1::Finding* TopFinding(const v1::DiagnoseJobResponse& diagnosis) {
   for (const auto& f : diagnosis.findings())
     if (f.role() == "cause") return &f;
   return diagnosis.findings_size() > 0 ? &diagnosis.findings(0) : nullptr;
+}
+
+namespace {
+
+std::string Percent(double confidence) { return StrCat(static_cast<int>(confidence * 100 + 0.5), "%"); }
+
+// "pfc_storm on z1-r02-h1/mlx5_0 (confidence 92%)", and when it began
+// before the window and still lasts, says so: a short window must not make
+// an old cause look absent or new.
+std::string Cause(const v1::Finding& f, int64_t window_start_us) {
+  std::string text = StrCat(f.kind(), " on ", f.entity(), " (confidence ", Percent(f.confidence()));
+  if (f.start_us() < window_start_us && f.end_us() == 0)
+    StrAppend(&text, ", ongoing since ", FormatUtcTimeOfDay(f.start_us()), ", before the window");
+  return StrCat(text, ")");
+}
+
+std::string Busbw(const v1::DiagnoseJobResponse& d) {
+  char buf[200];
+  const std::string op = d.busbw_op().empty() ? "" : StrCat(d.busbw_op(), " ");
+  if (d.baseline_busbw_gbs() > 0 && d.recent_busbw_gbs() > 0)
+    std::snprintf(buf, sizeof buf, "%sbusbw %.1f GB/s vs %.1f GB/s baseline (%.2fx, baseline from %s)", op.c_str(),
+                  d.recent_busbw_gbs(), d.baseline_busbw_gbs(), d.busbw_ratio(), d.baseline_from().c_str());
+  else if (d.recent_busbw_gbs() > 0)
+    std::snprintf(buf, sizeof buf, "%sbusbw %.1f GB/s; no baseline before the window to compare with", op.c_str(),
+                  d.recent_busbw_gbs());
+  else
+    return "";
+  return buf;
+}
+
+// 1234567 -> "1.23M", with `unit` after a space.
+std::string Si(double v, const char* unit) {
+  char buf[64];
+  const double m = std::fabs(v);
+  if (m >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG%s", v / 1e9, unit);
+  else if (m >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM%s", v / 1e6, unit);
+  else if (m >= 1e3) std::snprintf(buf, sizeof buf, "%.2fk%s", v / 1e3, unit);
+  else std::snprintf(buf, sizeof buf, "%.4g%s", v, unit);
+  return buf;
+}
+
+// Microseconds as the largest sensible unit: "812.4 ms", "3.20 s".
+std::string Micros(double us) {
+  char buf[48];
+  if (std::fabs(us) >= 1e6) std::snprintf(buf, sizeof buf, "%.2f s", us / 1e6);
+  else if (std::fabs(us) >= 1e3) std::snprintf(buf, sizeof buf, "%.1f ms", us / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.0f us", us);
+  return buf;
+}
+
+}  // namespace
+
+bool IsLevelEvidence(const std::string& counter) {
+  return counter == "busbw_gbs" || counter == "coll_busbw_gbs" || counter == "coll_exec_time_us" ||
+         counter == "seconds_since_last_collective" || counter == "applied_generation";
+}
+
+std::string FormatEvidence(const v1::Evidence& ev) {
+  const std::string& c = ev.counter();
+  std::string line = StrCat(ev.entity(), " ", c, " ");
+  char buf[160];
+  if (c == "busbw_gbs" || c == "coll_busbw_gbs") {
+    std::snprintf(buf, sizeof buf, "%.1f GB/s vs baseline %.1f GB/s", ev.peak_rate(), ev.total());
+    line += buf;
+  } else if (c == "coll_exec_time_us") {
+    StrAppend(&line, Micros(ev.peak_rate()), " kernel time vs median ", Micros(ev.total()));
+  } else if (c == "seconds_since_last_collective") {
+    std::snprintf(buf, sizeof buf, "%.0f s without a completed collective", ev.peak_rate());
+    line += buf;
+  } else if (c == "applied_generation") {
+    std::snprintf(buf, sizeof buf, "applied %.0f, desired %.0f", ev.peak_rate(), ev.total());
+    line += buf;
+  } else {
+    const CounterDef* def = nullptr;
+    for (const CounterDef& d : AllCounters())
+      if (d.name == c) def = &d;
+    const bool gauge = def != nullptr && def->kind == v1::VALUE_KIND_GAUGE;
+    const bool micros = c.ends_with("_us");
+    const bool bytes = c.ends_with("_bytes") || c.ends_with("bytes_per_second");
+    const char* unit = bytes ? "B" : c.ends_with("_frames") ? " frames" : c.find("packets") != std::string::npos ? " packets" : "";
+    auto amount = [&](double v) { return micros ? Micros(v) : Si(v, unit); };
+    if (gauge) {
+      StrAppend(&line, "level ", amount(ev.peak_rate() != 0 ? ev.peak_rate() : ev.total()));
+    } else {
+      std::string parts;
+      if (ev.total() != 0) StrAppend(&parts, amount(ev.total()), " in the interval");
+      if (ev.peak_rate() != 0) {
+        StrAppend(&parts, parts.empty() ? "" : ", ", "peak ", amount(ev.peak_rate()), "/s");
+        // Pause time per second is the share of time a port was paused.
+        if (micros && c.find("pause") != std::string::npos && ev.note().empty())
+          StrAppend(&parts, " (", static_cast<int>(std::min(ev.peak_rate() / 1e4, 100.0) + 0.5), "% of the time)");
+      }
+      line += parts.empty() ? "no change" : parts;
+    }
+  }
+  if (!ev.note().empty()) StrAppend(&line, " (", ev.note(), ")");
+  return line;
+}
+
+std::string ComposeVerdict(const v1::DiagnoseJobResponse& d) {
+  const v1::Finding* top = TopFinding(d);
+  const std::string busbw = Busbw(d);
+  const int64_t from = d.window_start_us();
+  const std::string cause = top ? Cause(*top, from) : "";
+  const std::string no_cause = "no fabric cause on its paths: check GPUs, hosts and software";
+  auto since = [&](int64_t t) {
+    return StrCat(FormatUtcTimeOfDay(t), t < from ? " (before the window)" : "");
+  };
+  if (d.state() == "stalled") {
+    int64_t start = 0;
+    for (const auto& i : d.degraded())
+      if (i.kind() == "job_stalled" && i.end_us() == 0) start = i.start_us();
+    return StrCat("STALLED", start ? StrCat(" since ", since(start)) : "", ": no collective completes; ",
+                  top ? StrCat("most likely cause: ", cause) : no_cause);
+  }
+  if (d.state() == "degraded") {
+    const v1::DegradedInterval* latest = nullptr;
+    for (const auto& i : d.degraded())
+      if (latest == nullptr || i.start_us() >= latest->start_us()) latest = &i;
+    std::string when;
+    if (latest == nullptr) when = "";
+    else if (latest->end_us() == 0) when = StrCat(" since ", since(latest->start_us()));
+    else when = StrCat(" from ", since(latest->start_us()), " to ", FormatUtcTimeOfDay(latest->end_us()));
+    return StrCat("DEGRADED", when, busbw.empty() ? "" : StrCat(": ", busbw), "; ",
+                  top ? StrCat("most likely cause: ", cause) : no_cause);
+  }
+  if (d.state() == "unknown") {
+    std::string text = "UNKNOWN: no NCCL data ";
+    if (d.last_record_us() > 0) StrAppend(&text, "since ", FormatUtcTimeOfDay(d.last_record_us()), " (its last collective record)");
+    else if (d.job().start_us() > 0 && d.job().start_us() >= from)
+      StrAppend(&text, "since the job started at ", FormatUtcTimeOfDay(d.job().start_us()));
+    else text += "in the window or the hour before it";
+    StrAppend(&text, "; check that NCCL Inspector writes on its hosts (NCCL_PROFILER_PLUGIN=inspector, "
+                     "NCCL_INSPECTOR_DUMP_DIR) and that their rocefab-hostd ship it (rocefab agents)");
+    if (top) StrAppend(&text, "; ", d.findings_size(), " anomaly(ies) on its paths, top: ", cause);
+    return text;
+  }
+  return StrCat("HEALTHY", busbw.empty() ? "" : StrCat(": ", busbw), "; ",
+                top ? StrCat(d.findings_size(), " anomaly(ies) on its paths did not slow it; top: ", cause)
+                    : "no anomaly on its paths");
 }
 
 void TagWithShard(v1::Anomaly& anomaly, size_t shard) {

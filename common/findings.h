@@ -2,6 +2,7 @@
 // How a diagnosis ranks its findings and pools shards' anomalies, shared by the collector (one shard's
 // diagnosis) and the CLI (merging shards), so both rank the same way.
 
+#include <string>
 #include <vector>
 
 #include "rocefab/v1/diagnosis.pb.h"
@@ -12,6 +13,22 @@ namespace rocefab {
 void RankFindings(std::vector<v1::Finding>& findings);
 // The first cause among ranked findings, else the first finding, else null.
 const v1::Finding* TopFinding(const v1::DiagnoseJobResponse& diagnosis);
+
+// The one-line verdict of a diagnosis, from its structured fields (state,
+// busbw figures, degraded intervals, ranked findings), so one shard's answer
+// and a merged one read alike. docs/diagnosis.md describes each state.
+std::string ComposeVerdict(const v1::DiagnoseJobResponse& diagnosis);
+
+// Evidence that states a level (a job's busbw and its baseline, a kernel
+// time, seconds without a collective, a config generation) rather than a
+// counter's movement: a newer reading replaces it instead of adding to it.
+bool IsLevelEvidence(const std::string& counter);
+
+// One evidence counter in its own unit: "z1-r02-h1/mlx5_0 pfc_tx_pause_us
+// 812.4 ms in the interval, peak 801.0 ms/s (80% of the time)", "job 4711
+// busbw 66.6 GB/s vs baseline 109.2 GB/s". Shared by the CLI and the
+// alerts' annotations.
+std::string FormatEvidence(const v1::Evidence& evidence);
 
 // Anomaly ids are per collector: pooling several shards' anomalies, each
 // shard's ids (and caused_by links) get its index in the top 16 bits.
