@@ -1,6 +1,8 @@
 #include "cli/commands.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "common/strings.h"
@@ -89,10 +91,37 @@ void ReportRpcFailure(const std::string& daemon, const std::string& flag, const 
   err << "\n";
 }
 
+int ExitCodeFor(const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::OK: return kExitOk;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::OUT_OF_RANGE: return kExitUsage;
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return kExitUnreachable;
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNAUTHENTICATED: return kExitDenied;
+    default: return kExitNoResult;
+  }
+}
+
+std::string WithDefaultPort(const std::string& address, int default_port) {
+  if (address.empty() || address.starts_with("unix:")) return address;
+  if (address.front() == '[') {
+    const size_t close = address.find(']');
+    if (close != std::string::npos && close + 1 == address.size()) return StrCat(address, ":", default_port);
+    return address;
+  }
+  // One colon is host:port; several without brackets is a bare IPv6 address.
+  const size_t colons = static_cast<size_t>(std::count(address.begin(), address.end(), ':'));
+  if (colons == 0) return StrCat(address, ":", default_port);
+  if (colons > 1) return StrCat("[", address, "]:", default_port);
+  return address;
+}
+
 int CollectorRpcFailed(const GlobalOptions& global, const grpc::Status& status, std::ostream& err,
                        const std::string& shard) {
   ReportRpcFailure("collector", "--collector", shard.empty() ? global.collector : shard, status, err);
-  return status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? 2 : 1;
+  return ExitCodeFor(status);
 }
 
 int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err) {
@@ -162,11 +191,17 @@ int RunCounters(const GlobalOptions& global, const CountersOptions& options, std
   request.set_host(options.host);
   request.set_device(options.device);
   request.set_counter(options.counter);
+  request.set_allow_unknown(options.allow_unknown);
   if (!options.scope.empty()) {
     v1::Scope scope;
     if (!ParseScope(options.scope, &scope)) {
-      err << "rocefab: --scope: one of nic, port, queue, coll\n";
-      return 2;
+      err << "rocefab: --scope: one of nic, port, queue\n";
+      return kExitUsage;
+    }
+    if (scope == v1::SCOPE_COLL) {
+      err << "rocefab: --scope coll: collective timings are kept per job, not as counters: "
+             "rocefab job show JOB (and job diagnose JOB)\n";
+      return kExitUsage;
     }
     request.set_scope(scope);
   }
@@ -192,7 +227,16 @@ int RunCounters(const GlobalOptions& global, const CountersOptions& options, std
     for (const auto& note : part.notes()) response.add_notes(note);
     response.set_now_us(std::max(response.now_us(), part.now_us()));
   }
-  if (options.top > 0) {
+  {
+    auto* rows = response.mutable_rows();
+    auto drop = [&](const v1::CounterRow& r) {
+      if (options.prio >= 0 && (!r.has_prio() || static_cast<int>(r.prio()) != options.prio)) return true;
+      if (options.nonzero && r.value() == 0 && (!r.has_rate() || r.rate_per_second() == 0)) return true;
+      return false;
+    };
+    rows->erase(std::remove_if(rows->begin(), rows->end(), drop), rows->end());
+  }
+  if (options.top > 0 || options.sort == "rate") {
     // The loudest series first; series without a rate sort last.
     auto* rows = response.mutable_rows();
     std::stable_sort(rows->begin(), rows->end(), [](const v1::CounterRow& a, const v1::CounterRow& b) {
@@ -200,7 +244,7 @@ int RunCounters(const GlobalOptions& global, const CountersOptions& options, std
       const double rb = b.has_rate() ? b.rate_per_second() : -1;
       return ra > rb;
     });
-    while (rows->size() > options.top) rows->RemoveLast();
+    while (options.top > 0 && rows->size() > options.top) rows->RemoveLast();
   }
 
   if (global.output == "json") {
@@ -222,7 +266,7 @@ int RunCounters(const GlobalOptions& global, const CountersOptions& options, std
     nlohmann::json j{{"counters", rows}, {"since", options.since}, {"now_us", response.now_us()}};
     if (response.notes_size() > 0) j["notes"] = std::vector<std::string>(response.notes().begin(), response.notes().end());
     out << j.dump(2) << "\n";
-    return 0;
+    return response.rows().empty() ? kExitNoResult : kExitOk;
   }
   for (const auto& note : response.notes()) err << "note: " << note << "\n";
   Table table({"ENTITY", "PORT", "COUNTER", "PRIO", "VALUE", "RATE/S", "UPDATED"});
@@ -236,10 +280,112 @@ int RunCounters(const GlobalOptions& global, const CountersOptions& options, std
   }
   if (table.rows() == 0) {
     out << "no matching counters (check --host/--device/--counter, or `rocefab agents`)\n";
-    return 0;
+    return kExitNoResult;
   }
   table.Print(out);
   return 0;
+}
+
+namespace {
+
+// One port's PFC, one direction: frames and pause time per priority.
+struct PfcRow {
+  double frames[8] = {}, pause_us[8] = {};
+  bool any = false;
+};
+
+int PrintPfcOnce(const GlobalOptions& global, const PfcOptions& o, int64_t since_us, std::ostream& out,
+                 std::ostream& err) {
+  // (entity, "rx"|"tx") -> row
+  std::map<std::pair<std::string, std::string>, PfcRow> rows;
+  for (const char* counter : {"pfc_rx_pause_frames", "pfc_tx_pause_frames", "pfc_rx_pause_us", "pfc_tx_pause_us"}) {
+    v1::GetCountersRequest request;
+    request.set_host(o.host);
+    request.set_device(o.device);
+    request.set_counter(counter);
+    request.set_allow_unknown(o.allow_unknown);
+    request.set_since_us(since_us);
+    std::vector<v1::GetCountersResponse> parts(CollectorShards(global).size());
+    if (int code = WithShards(global, err, [&](auto& stub, auto* ctx, size_t i) {
+          return stub.GetCounters(ctx, request, &parts[i]);
+        });
+        code != 0)
+      return code;
+    const std::string c = counter;
+    const std::string dir = c.substr(4, 2);
+    const bool frames = c.ends_with("_frames");
+    for (const auto& part : parts)
+      for (const auto& r : part.rows()) {
+        if (!r.has_prio() || r.prio() > 7) continue;
+        PfcRow& row = rows[{r.scope() == v1::SCOPE_NIC && r.port() > 1 ? StrCat(r.entity(), ":", r.port()) : r.entity(), dir}];
+        const double v = o.totals ? static_cast<double>(r.value()) : (r.has_rate() ? r.rate_per_second() : 0);
+        (frames ? row.frames : row.pause_us)[r.prio()] += v;
+        row.any = true;
+      }
+  }
+  std::vector<std::string> header = {"PORT", "DIR"};
+  for (int p = 0; p < 8; ++p)
+    if (o.prio < 0 || o.prio == p) header.push_back(StrCat("PFC", p, o.totals ? " FRAMES" : " FRAMES/S"));
+  header.push_back(o.totals ? "PAUSED (TOTAL)" : "PAUSED");
+  Table table(header);
+  for (const auto& [key, row] : rows) {
+    double frames = 0, paused = 0;
+    std::vector<std::string> cells = {key.first, key.second};
+    for (int p = 0; p < 8; ++p) {
+      if (o.prio >= 0 && o.prio != p) continue;
+      frames += row.frames[p];
+      paused = std::max(paused, row.pause_us[p]);
+      cells.push_back(HumanRate(row.frames[p]));
+    }
+    if (o.nonzero && frames == 0 && paused == 0) continue;
+    char share[48];
+    // Pause time per second on the worst priority: the share of time paused.
+    if (o.totals) std::snprintf(share, sizeof share, "%.1f s", paused / 1e6);
+    else std::snprintf(share, sizeof share, "%.0f%%", std::min(100.0, paused / 1e4));
+    cells.push_back(share);
+    table.AddRow(cells);
+  }
+  if (table.rows() == 0) {
+    out << (o.nonzero ? "no port sent or received PFC pause frames" : "no PFC counters matched")
+        << (o.totals ? "" : StrCat(" in the last ", o.since)) << "\n";
+    return kExitNoResult;
+  }
+  table.Print(out);
+  out << (o.totals ? "counter totals" : StrCat("rates over the last ", o.since))
+      << "; PAUSED is the worst priority's pause time (tx: this port paused its peer; rx: it was paused)\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunPfc(const GlobalOptions& global, const PfcOptions& o, std::ostream& out, std::ostream& err) {
+  auto since = ParseDurationUs(o.since);
+  if (!since.ok() || *since <= 0) {
+    err << "rocefab: --since: a positive duration, e.g. 10s\n";
+    return kExitUsage;
+  }
+  if (o.prio > 7) {
+    err << "rocefab: --prio: a PFC priority, 0-7\n";
+    return kExitUsage;
+  }
+  int64_t every_us = 0;
+  if (!o.watch.empty()) {
+    auto every = ParseDurationUs(o.watch);
+    if (!every.ok() || *every < 500'000) {
+      err << "rocefab: --watch: a period of at least 500ms, e.g. 2s\n";
+      return kExitUsage;
+    }
+    every_us = *every;
+  }
+  for (;;) {
+    const int64_t now = SystemClock::Instance().NowUs();
+    if (every_us > 0) out << "\033[H\033[2J" << FormatUtcTimeOfDay(now) << "  (every " << o.watch << "; Ctrl-C stops)\n";
+    const int code = PrintPfcOnce(global, o, now - *since, out, err);
+    if (every_us == 0) return code;
+    if (code > kExitNoResult) return code;
+    out.flush();
+    std::this_thread::sleep_for(std::chrono::microseconds(every_us));
+  }
 }
 
 }  // namespace rocefab::cli

@@ -1,7 +1,6 @@
 #pragma once
-// The rocefab CLI's commands. Each returns the process exit code:
-// 0 success, 1 the collector answered with an error or was unreachable,
-// 2 bad usage.
+// The rocefab CLI's commands. Each returns the process exit code (the
+// ExitCode values below; `rocefab --help` and docs/operations.md list them).
 
 #include <iostream>
 #include <memory>
@@ -14,6 +13,19 @@
 #include "rocefab/v1/query.grpc.pb.h"
 
 namespace rocefab::cli {
+
+// What scripts can rely on.
+enum ExitCode : int {
+  kExitOk = 0,           // a result
+  kExitNoResult = 1,     // nothing matched, not found, or the change was refused or failed
+  kExitUsage = 2,        // bad usage: a flag, a name, an argument
+  kExitUnreachable = 3,  // the daemon did not answer
+  kExitDenied = 4,       // the daemon refused this identity (authorization)
+};
+// The exit code for a failed RPC.
+int ExitCodeFor(const grpc::Status& status);
+// "HOST" -> "HOST:default_port" ("[::1]" too); anything with a port as is.
+std::string WithDefaultPort(const std::string& address, int default_port);
 
 struct GlobalOptions {
   // One collector, or several shards separated by commas (one per AI Zone,
@@ -33,7 +45,21 @@ struct CountersOptions {
   std::string host, device, counter, scope;
   std::string since = "1m";
   int top = 0;  // > 0: only the N series with the highest rate, highest first
+  bool allow_unknown = false;
+  int prio = -1;         // >= 0: only this PFC priority
+  bool nonzero = false;  // only series whose value or rate is not 0
+  std::string sort;      // "rate": highest rate first
 };
+
+// `rocefab pfc`: pfcstat's view, one row per port and direction.
+struct PfcOptions {
+  std::string host, device;
+  std::string since = "10s";  // a few poll intervals: a storm's rate, not a minute's average
+  int prio = -1;
+  bool nonzero = false, totals = false, allow_unknown = false;
+  std::string watch;  // a period: print again every so often until interrupted
+};
+int RunPfc(const GlobalOptions& global, const PfcOptions& options, std::ostream& out, std::ostream& err);
 
 // The collector shards --collector names, in order.
 std::vector<std::string> CollectorShards(const GlobalOptions& global);

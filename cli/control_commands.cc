@@ -22,7 +22,7 @@ absl::StatusOr<std::unique_ptr<v1::Controller::Stub>> Connect(const GlobalOption
 
 int Failed(const ControlOptions& o, const grpc::Status& status, std::ostream& err) {
   ReportRpcFailure("controller", "--controller", o.controller, status, err);
-  return 1;
+  return ExitCodeFor(status);
 }
 
 // The controller stub, or null after saying why there is none.

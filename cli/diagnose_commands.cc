@@ -1,6 +1,7 @@
 #include "cli/diagnose_commands.h"
 
 #include "cli/shards.h"
+#include "cli/playbook_commands.h"
 
 #include <google/protobuf/util/json_util.h>
 
@@ -11,6 +12,7 @@
 #include "cli/table.h"
 #include "common/clock.h"
 #include "common/duration.h"
+#include "common/findings.h"
 #include "common/strings.h"
 #include "rocefab/v1/query.grpc.pb.h"
 
@@ -41,14 +43,6 @@ std::string Fixed(double v, int digits) {
   return buf;
 }
 
-// One line per evidence counter: what moved, by how much.
-std::string EvidenceLine(const v1::Evidence& ev) {
-  std::string line = StrCat(ev.entity(), " ", ev.counter());
-  if (ev.total() != 0) StrAppend(&line, "  total ", HumanRate(ev.total()));
-  if (ev.peak_rate() != 0) StrAppend(&line, "  peak ", HumanRate(ev.peak_rate()));
-  if (!ev.note().empty()) StrAppend(&line, "  (", ev.note(), ")");
-  return line;
-}
 
 
 }  // namespace
@@ -92,7 +86,7 @@ void PrintDiagnosis(const v1::DiagnoseJobResponse& d, int64_t now_us, int limit,
     }
   if (top == nullptr) top = &d.findings(0);
   out << "\ntop finding: " << top->summary() << "\nevidence:\n";
-  for (const auto& ev : top->evidence()) out << "  " << EvidenceLine(ev) << "\n";
+  for (const auto& ev : top->evidence()) out << "  " << FormatEvidence(ev) << "\n";
   out << "playbook: " << d.playbook() << "\n";
 }
 
@@ -109,7 +103,14 @@ int RunJobDiagnose(const GlobalOptions& g, const DiagnoseOptions& o, std::ostrea
   v1::DiagnoseJobRequest request;
   request.set_job(o.id);
   request.set_window_us(*window);
-  request.set_at_us(o.at_unix_s * 1'000'000);
+  if (!o.at.empty()) {
+    auto at = ParseTimeUs(o.at, SystemClock::Instance().NowUs());
+    if (!at.ok()) {
+      err << "rocefab: --at: " << at.status().message() << "\n";
+      return 2;
+    }
+    request.set_at_us(*at);
+  }
   request.set_onset_only(o.onset_only);
   // Every shard diagnoses from its own agents' data; the answers merge.
   std::vector<v1::DiagnoseJobResponse> parts(CollectorShards(g).size());
@@ -118,7 +119,12 @@ int RunJobDiagnose(const GlobalOptions& g, const DiagnoseOptions& o, std::ostrea
       });
       code != 0)
     return code;
-  const v1::DiagnoseJobResponse response = MergeDiagnoses(std::move(parts));
+  v1::DiagnoseJobResponse response = MergeDiagnoses(std::move(parts));
+  // The collector names playbooks relative to where they ship; the operator
+  // needs a path to open.
+  if (!response.playbook().empty()) response.set_playbook(ShippedPath(response.playbook()));
+  for (auto& f : *response.mutable_findings())
+    if (!f.playbook().empty()) f.set_playbook(ShippedPath(f.playbook()));
   if (g.output == "json") out << Json(response);
   else PrintDiagnosis(response, SystemClock::Instance().NowUs(), o.limit, out);
   return 0;
@@ -151,9 +157,17 @@ int RunFabricHealth(const GlobalOptions& g, const HealthOptions& o, std::ostream
   std::map<uint64_t, int> consequences;
   for (const auto& a : response.anomalies())
     if (a.caused_by() != 0) ++consequences[a.caused_by()];
+  // The worst first: by severity, then active before ended, then the
+  // longest-lasting first.
+  std::vector<v1::Anomaly> rows(response.anomalies().begin(), response.anomalies().end());
+  std::stable_sort(rows.begin(), rows.end(), [](const v1::Anomaly& a, const v1::Anomaly& b) {
+    if (a.severity() != b.severity()) return a.severity() > b.severity();
+    if ((a.end_us() == 0) != (b.end_us() == 0)) return a.end_us() == 0;
+    return a.start_us() < b.start_us();
+  });
   Table t({"SEVERITY", "KIND", "ENTITY", "SINCE", "STATE", "JOBS", "CONSEQUENCES", "SUMMARY"});
   int hidden = 0;
-  for (const auto& a : response.anomalies()) {
+  for (const auto& a : rows) {
     if (a.caused_by() != 0 && !o.all) {
       ++hidden;
       continue;
@@ -230,6 +244,7 @@ int RunAlertSilence(const GlobalOptions& g, const AlertOptions& o, std::ostream&
     return 2;
   }
   v1::SilenceRequest request;
+  request.set_allow_unknown(o.allow_unknown);
   auto* s = request.mutable_silence();
   s->set_kind(o.kind);
   s->set_entity(o.entity);

@@ -14,7 +14,7 @@ namespace rocefab::cli {
 struct DiagnoseOptions {
   std::string id;
   std::string window = "10m";
-  int64_t at_unix_s = 0;  // end of the window; 0: now
+  std::string at;  // end of the window: RFC 3339, -10m or Unix seconds; empty: now
   bool onset_only = false;
   int limit = 10;
 };
@@ -31,6 +31,7 @@ struct AlertOptions {
   bool all = false;
   std::string kind, entity, job, duration = "2h", comment;
   uint64_t id = 0;
+  bool allow_unknown = false;
 };
 int RunAlertList(const GlobalOptions& g, const AlertOptions& o, std::ostream& out, std::ostream& err);
 int RunAlertSilence(const GlobalOptions& g, const AlertOptions& o, std::ostream& out, std::ostream& err);

@@ -109,6 +109,7 @@ int RunJobStart(const GlobalOptions& g, const JobOptions& o, std::ostream& out, 
   job->set_id(o.id);
   job->set_name(o.name);
   v1::StartJobRequest request;
+  request.set_allow_unknown(o.allow_unknown);
   *request.mutable_job() = *job;
   // Every shard keeps the registry: each correlates the job with its part
   // of the fabric.
@@ -166,28 +167,56 @@ int RunJobShow(const GlobalOptions& g, const JobOptions& o, std::ostream& out, s
     for (const auto& p : response.points())
       points.push_back({{"start_us", p.start_us()}, {"op", p.op()}, {"records", p.records()},
                         {"ranks", p.ranks()}, {"mean_busbw_gbs", p.mean_busbw_gbs()},
-                        {"min_busbw_gbs", p.min_busbw_gbs()}, {"max_exec_time_us", p.max_exec_time_us()}});
+                        {"min_busbw_gbs", p.min_busbw_gbs()}, {"max_exec_time_us", p.max_exec_time_us()},
+                        {"slowest_rank", p.has_slowest_rank() ? nlohmann::json(p.slowest_rank()) : nullptr},
+                        {"slowest_rank_at", p.slowest_rank_at()}});
     nlohmann::json j{{"job", o.id}, {"points", points}};
     if (response.notes_size() > 0) j["notes"] = std::vector<std::string>(response.notes().begin(), response.notes().end());
     out << j.dump(2) << "\n";
-    return 0;
+    return response.points().empty() ? 1 : 0;
   }
   for (const auto& note : response.notes()) err << "note: " << note << "\n";
   if (response.points().empty()) {
     out << "no collective records for job " << o.id << " in the last " << o.since
         << " (is rocefab-hostd following its NCCL Inspector logs?)\n";
-    return 0;
+    return 1;
   }
-  Table table({"TIME", "COLLECTIVE", "RANKS", "RECORDS", "BUSBW GB/S (MEAN)", "SLOWEST RANK", "MAX KERNEL MS"});
-  const int64_t now = SystemClock::Instance().NowUs();
-  char mean[32], min[32], exec[32];
+  Table table({"TIME", "COLLECTIVE", "RANKS", "RECORDS", "BUSBW GB/S (MEAN)", "SLOWEST RANK (ITS BUSBW)",
+               "MAX KERNEL MS"});
+  const int64_t now = response.now_us() ? response.now_us() : SystemClock::Instance().NowUs();
+  // Buckets with no record at all, from the first one up to the last whole
+  // bucket of the job's life: nothing completed, a stall.
+  const int64_t bucket_us = static_cast<int64_t>(request.bucket_seconds()) * 1'000'000;
+  const int64_t life_end_us = response.job().end_us() ? std::min(now, response.job().end_us()) : now;
+  const int64_t last_whole_us = life_end_us - life_end_us % bucket_us - bucket_us;
+  std::set<int64_t> with_records;
+  for (const auto& p : response.points()) with_records.insert(p.start_us());
+  char mean[32], slowest[96], exec[32];
+  int stalls = 0;
+  int64_t next_us = response.points(0).start_us();
+  auto add_stalls_until = [&](int64_t until_us) {
+    for (; next_us < until_us; next_us += bucket_us)
+      if (!with_records.count(next_us)) {
+        table.AddRow({Ago(now, next_us), "STALL", "0", "0", "-", "no collective completed", "-"});
+        ++stalls;
+      }
+  };
   for (const auto& p : response.points()) {
+    add_stalls_until(p.start_us());
+    next_us = std::max(next_us, p.start_us() + bucket_us);
     std::snprintf(mean, sizeof mean, "%.1f", p.mean_busbw_gbs());
-    std::snprintf(min, sizeof min, "%.1f", p.min_busbw_gbs());
+    const std::string who = !p.slowest_rank_at().empty() ? p.slowest_rank_at()
+                            : p.has_slowest_rank()       ? StrCat("rank ", p.slowest_rank())
+                                                         : "-";
+    std::snprintf(slowest, sizeof slowest, "%s (%.1f GB/s)", who.c_str(), p.min_busbw_gbs());
     std::snprintf(exec, sizeof exec, "%.2f", p.max_exec_time_us() / 1000);
-    table.AddRow({Ago(now, p.start_us()), p.op(), StrCat(p.ranks()), StrCat(p.records()), mean, min, exec});
+    table.AddRow({Ago(now, p.start_us()), p.op(), StrCat(p.ranks()), StrCat(p.records()), mean, slowest, exec});
   }
+  add_stalls_until(last_whole_us + 1);
   table.Print(out);
+  if (stalls > 0)
+    out << stalls << " bucket(s) of " << o.bucket << " with no collective record: the job stalled there "
+        << "(rocefab job diagnose " << o.id << ")\n";
   return 0;
 }
 

@@ -15,6 +15,7 @@ struct JobOptions {
   std::string id, name, ranks_file, hostlist, topology;
   uint32_t gpus_per_host = 8;
   bool all = false;
+  bool allow_unknown = false;
   std::string since = "10m";
   std::string bucket = "10s";
 };

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cli/commands.h"
+
 namespace rocefab::cli {
 namespace {
 
@@ -28,6 +30,32 @@ TEST(RanksFromHostlist, HostMajorRanks) {
   EXPECT_FALSE(RanksFromHostlist("h[1-2]", 0, "").ok());
   EXPECT_FALSE(RanksFromHostlist("h[", 8, "").ok());
   EXPECT_FALSE(RanksFromHostlist("h1", 8, "/nonexistent/topology.yaml").ok());
+}
+
+}  // namespace
+}  // namespace rocefab::cli
+
+namespace rocefab::cli {
+namespace {
+
+TEST(WithDefaultPort, AnAddressWithoutAPortGetsTheDaemonsPort) {
+  EXPECT_EQ(WithDefaultPort("127.0.0.1", 9410), "127.0.0.1:9410");
+  EXPECT_EQ(WithDefaultPort("collector.z1", 9410), "collector.z1:9410");
+  EXPECT_EQ(WithDefaultPort("127.0.0.1:5000", 9410), "127.0.0.1:5000");
+  EXPECT_EQ(WithDefaultPort("[::1]", 9412), "[::1]:9412");
+  EXPECT_EQ(WithDefaultPort("[::1]:7", 9412), "[::1]:7");
+  EXPECT_EQ(WithDefaultPort("::1", 9412), "[::1]:9412");
+  EXPECT_EQ(WithDefaultPort("unix:/run/rocefab.sock", 9412), "unix:/run/rocefab.sock");
+}
+
+TEST(ExitCodeFor, ScriptsCanTellUnreachableFromRefusedFromNotFound) {
+  EXPECT_EQ(ExitCodeFor(grpc::Status::OK), kExitOk);
+  EXPECT_EQ(ExitCodeFor(grpc::Status(grpc::StatusCode::NOT_FOUND, "")), kExitNoResult);
+  EXPECT_EQ(ExitCodeFor(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "")), kExitNoResult);
+  EXPECT_EQ(ExitCodeFor(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "")), kExitUsage);
+  EXPECT_EQ(ExitCodeFor(grpc::Status(grpc::StatusCode::UNAVAILABLE, "")), kExitUnreachable);
+  EXPECT_EQ(ExitCodeFor(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "")), kExitUnreachable);
+  EXPECT_EQ(ExitCodeFor(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "")), kExitDenied);
 }
 
 }  // namespace

@@ -116,6 +116,21 @@ std::string Who() {
 
 }  // namespace
 
+std::string ShippedPath(const std::string& relative) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+      for (const fs::path& candidate : {dir / relative, dir / "share" / "rocefab" / relative})
+        if (fs::exists(candidate, ec)) return candidate.lexically_normal().string();
+      if (dir == dir.root_path()) break;
+    }
+  }
+  const fs::path installed = fs::path("/usr/share/rocefab") / relative;
+  return fs::exists(installed, ec) ? installed.string() : relative;
+}
+
 int RunPlaybookRun(const GlobalOptions& g, const ControlOptions& c, const PlaybookOptions& o, std::ostream& out,
                    std::ostream& err) {
   if (o.target.empty()) {
@@ -152,6 +167,37 @@ int RunPlaybookRun(const GlobalOptions& g, const ControlOptions& c, const Playbo
                           << recorded.error_message() << "\n";
   if (run.result() == "succeeded" || run.result() == "dry_run") return recorded.ok() ? 0 : 1;
   return 1;
+}
+
+int RunPlaybookList(const PlaybookOptions& o, std::ostream& out, std::ostream& err) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(o.dir, ec))
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  if (ec) {
+    err << "rocefab: --dir " << o.dir << ": " << ec.message() << " (set --dir or ROCEFAB_PLAYBOOKS)\n";
+    return kExitUsage;
+  }
+  std::sort(files.begin(), files.end());
+  Table t({"PLAYBOOK", "TARGET", "WHAT IT DOES"});
+  int broken = 0;
+  for (const fs::path& file : files) {
+    auto pb = LoadPlaybook(file.string());
+    if (!pb.ok()) {
+      err << "rocefab: " << pb.status().message() << "\n";
+      ++broken;
+      continue;
+    }
+    t.AddRow({pb->name(), pb->target(), pb->description()});
+  }
+  out << "machine-run playbooks in " << fs::absolute(o.dir).lexically_normal().string()
+      << " (rocefab playbook run NAME --target X --dry-run):\n";
+  if (t.rows() == 0) out << "  none\n";
+  else t.Print(out);
+  const std::string guides = ShippedPath("playbooks");
+  out << "\nguides for each finding kind (job diagnose prints the one to follow): " << guides << "/<kind>.md\n";
+  return broken > 0 ? kExitNoResult : kExitOk;
 }
 
 int RunPlaybookRuns(const GlobalOptions& g, const PlaybookOptions& o, std::ostream& out, std::ostream& err) {

@@ -1,5 +1,7 @@
 #include "collector/query_service.h"
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 
@@ -35,11 +37,24 @@ grpc::Status QueryService::ListAgents(grpc::ServerContext* context, const v1::Li
   return grpc::Status::OK;
 }
 
+absl::Status QueryService::KnownEntity(std::string_view entity) const {
+  const auto topology = context_ ? context_->topology() : nullptr;
+  if (topology == nullptr) return absl::OkStatus();  // nothing to check against
+  absl::Status known = topology->CheckEntity(entity);
+  if (known.ok()) return known;
+  return absl::InvalidArgumentError(StrCat(known.message(), " (--allow-unknown to use it anyway)"));
+}
+
 grpc::Status QueryService::GetCounters(grpc::ServerContext* context, const v1::GetCountersRequest* request,
                                        v1::GetCountersResponse* response) {
   std::string who;
   if (grpc::Status allowed = authorizer_.Check(context, "/rocefab.v1.Query/GetCounters", &who); !allowed.ok())
     return allowed;
+  if (!request->host().empty() && !request->allow_unknown()) {
+    const std::string entity =
+        request->device().empty() ? request->host() : StrCat(request->host(), "/", request->device());
+    if (absl::Status known = KnownEntity(entity); !known.ok()) return ToGrpc(known);
+  }
   std::vector<std::string> notes;
   auto rows = store_.GetCounters(*request, history_, &notes);
   if (!rows.ok()) return ToGrpc(rows.status());
@@ -63,6 +78,15 @@ grpc::Status QueryService::StartJob(grpc::ServerContext* context, const v1::Star
     if (!seen.insert(r.rank()).second)
       return ToGrpc(absl::InvalidArgumentError("rank " + std::to_string(r.rank()) + " is listed twice"));
     if (r.host().empty()) return ToGrpc(absl::InvalidArgumentError("rank " + std::to_string(r.rank()) + " has no host"));
+  }
+  if (!request->allow_unknown()) {
+    std::set<std::string> checked;
+    for (const auto& r : job.ranks()) {
+      const std::string entity = r.nic().empty() ? r.host() : StrCat(r.host(), "/", r.nic());
+      if (!checked.insert(entity).second) continue;
+      if (absl::Status known = KnownEntity(entity); !known.ok())
+        return ToGrpc(absl::InvalidArgumentError(StrCat("rank ", r.rank(), ": ", known.message())));
+    }
   }
   if (job.start_us() == 0) job.set_start_us(clock_.NowUs());
   if (job.name().empty()) job.set_name(job.id());
@@ -105,7 +129,20 @@ grpc::Status QueryService::JobTimeline(grpc::ServerContext* context, const v1::J
   std::vector<std::string> notes;
   auto points = store_.JobTimeline(request->job(), request->since_us(), bucket_us, history_, &notes);
   if (!points.ok()) return ToGrpc(points.status());
-  for (auto& p : *points) *response->add_points() = std::move(p);
+  auto job = store_.jobs().Get(request->job());
+  if (!job.ok() && points->empty())
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        StrCat("job ", request->job(), " is not registered and has no collective records "
+                               "(rocefab job list --all)"));
+  response->set_now_us(clock_.NowUs());
+  if (job.ok()) *response->mutable_job() = *job;
+  std::map<uint32_t, std::string> where;
+  if (job.ok())
+    for (const auto& r : job->ranks()) where[r.rank()] = StrCat(r.host(), "/gpu", r.gpu());
+  for (auto& p : *points) {
+    if (p.has_slowest_rank() && where.count(p.slowest_rank())) p.set_slowest_rank_at(where[p.slowest_rank()]);
+    *response->add_points() = std::move(p);
+  }
   for (auto& note : notes) response->add_notes(std::move(note));
   return grpc::Status::OK;
 }
@@ -162,19 +199,33 @@ grpc::Status QueryService::DiagnoseJob(grpc::ServerContext* context, const v1::D
   in.window_start_us = std::max(in.window_end_us - window, in.job.start_us());
   if (in.job.end_us() > 0) in.window_end_us = std::min(in.window_end_us, in.job.end_us());
   in.onset_only = request->onset_only();
-  auto anomalies = store_.anomalies().List(in.window_start_us, in.window_end_us, false);
+  // The baseline comes from the job's history before the window: up to
+  // three windows (at least 10 min, at most 1 h) back, within the job's life.
+  const int64_t lookback = std::clamp<int64_t>(3 * window, 600LL * 1'000'000, 3600LL * 1'000'000);
+  const int64_t history_start_us = std::max(in.window_start_us - lookback, in.job.start_us());
+  auto anomalies = store_.anomalies().List(history_start_us, in.window_end_us, false);
   if (!anomalies.ok()) return ToGrpc(anomalies.status());
-  in.anomalies = std::move(*anomalies);
+  for (v1::Anomaly& a : *anomalies) {
+    const bool in_window = a.start_us() <= in.window_end_us && (a.end_us() == 0 || a.end_us() >= in.window_start_us);
+    if (in_window) in.anomalies.push_back(std::move(a));
+    else if (IsJobSymptomKind(a.kind()) && a.job() == in.job.id()) in.history_symptoms.push_back(std::move(a));
+  }
   in.footprint = JobFootprint(context_ ? context_->topology().get() : nullptr, in.job,
                               context_ ? context_->Drained() : std::set<std::string>());
   // About 60 buckets over the window, at least 1 s each.
-  const int64_t bucket = std::max<int64_t>(1'000'000, (in.window_end_us - in.window_start_us) / 60);
+  in.bucket_us = std::max<int64_t>(1'000'000, (in.window_end_us - in.window_start_us) / 60);
   // Older than the local store: the timeline from the history TSDB. The
   // anomalies stay local (docs/deploy-tsdb.md, records_retention).
-  auto timeline = store_.JobTimeline(in.job.id(), in.window_start_us, bucket, history_);
+  auto timeline = store_.JobTimeline(in.job.id(), history_start_us, in.bucket_us, history_);
   if (!timeline.ok()) return ToGrpc(timeline.status());
-  for (auto& p : *timeline)
-    if (p.start_us() <= in.window_end_us) in.timeline.push_back(std::move(p));
+  for (auto& p : *timeline) {
+    if (p.start_us() > in.window_end_us) continue;
+    if (p.records() > 0) in.last_record_us = std::max(in.last_record_us, p.start_us());
+    // Buckets are aligned to their size; one that straddles the window's
+    // start belongs to the window, so the baseline holds none of it.
+    if (p.start_us() + in.bucket_us <= in.window_start_us) in.history.push_back(std::move(p));
+    else in.timeline.push_back(std::move(p));
+  }
   *response = Diagnose(in);
   return grpc::Status::OK;
 }
@@ -198,6 +249,13 @@ grpc::Status QueryService::Silence(grpc::ServerContext* context, const v1::Silen
     return allowed;
   if (alerter_ == nullptr) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "alerting is not set up");
   v1::Silence silence = request->silence();
+  if (!request->allow_unknown()) {
+    if (!silence.entity().empty())
+      if (absl::Status known = KnownEntity(silence.entity()); !known.ok()) return ToGrpc(known);
+    if (!silence.job().empty() && !store_.jobs().Get(silence.job()).ok())
+      return ToGrpc(absl::InvalidArgumentError(
+          StrCat("job ", silence.job(), " is not registered (rocefab job list --all)")));
+  }
   silence.set_created_by(AuditName(who, silence.created_by()));
   auto added = alerter_->AddSilence(silence);
   if (!added.ok()) return ToGrpc(added.status());

@@ -50,6 +50,9 @@ class QueryService final : public v1::Query::Service {
                                 v1::ListPlaybookRunsResponse*) override;
 
  private:
+  // OK when the topology knows `entity` (Topology::CheckEntity), or when
+  // there is no topology to check against.
+  absl::Status KnownEntity(std::string_view entity) const;
   Store& store_;
   const AgentRegistry& agents_;
   const Clock& clock_;

@@ -416,11 +416,15 @@ absl::StatusOr<std::vector<v1::JobTimelinePoint>> Store::JobTimeline(const std::
     std::lock_guard lock(reader_mu_);
     sqlite::ReadTransaction txn(reader_);
     if (!txn.status().ok()) return txn.status();
+    // The slowest rank of a bucket: the first by busbw (then rank number).
     Statement stmt(reader_, R"sql(
-SELECT (ts_us / ?3) * ?3 AS bucket, op, count(*), count(DISTINCT rank), avg(busbw_gbs),
-       min(busbw_gbs), max(exec_time_us)
-FROM collectives WHERE job = ?1 AND ts_us >= ?2
-GROUP BY bucket, op ORDER BY bucket, op)sql");
+WITH r AS (
+  SELECT (ts_us / ?3) * ?3 AS bucket, op, rank, busbw_gbs, exec_time_us,
+         row_number() OVER (PARTITION BY (ts_us / ?3) * ?3, op ORDER BY busbw_gbs, rank) AS nth
+  FROM collectives WHERE job = ?1 AND ts_us >= ?2)
+SELECT bucket, op, count(*), count(DISTINCT rank), avg(busbw_gbs),
+       min(busbw_gbs), max(exec_time_us), max(CASE WHEN nth = 1 THEN rank END)
+FROM r GROUP BY bucket, op ORDER BY bucket, op)sql");
     if (!stmt.ok()) return SqlError(reader_, "job timeline");
     stmt.Bind(1, job).Bind(2, since_us).Bind(3, bucket_us);
     for (;;) {
@@ -435,6 +439,7 @@ GROUP BY bucket, op ORDER BY bucket, op)sql");
       p.set_mean_busbw_gbs(stmt.Double(4));
       p.set_min_busbw_gbs(stmt.Double(5));
       p.set_max_exec_time_us(stmt.Double(6));
+      if (!stmt.IsNull(7)) p.set_slowest_rank(static_cast<uint32_t>(stmt.Int(7)));
       points.push_back(std::move(p));
     }
     if (history != nullptr) {

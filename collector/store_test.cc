@@ -167,7 +167,8 @@ TEST_F(StoreTest, JobTimelineBucketsCollectiveRecords) {
     r->set_rank(i % 2);
     r->set_op("AllReduce");
     r->set_seq(i);
-    r->set_busbw_gbs(i < 2 ? 300 : 100);  // the second 10 s bucket is slower
+    // The second 10 s bucket is slower, and rank 1 slowest in it.
+    r->set_busbw_gbs(i < 2 ? 300 : 100 - 10 * (i % 2));
     r->set_exec_time_us(1000 * (i + 1));
     r->set_timestamp_us(i < 2 ? 1'000'000 : 11'000'000);
   }
@@ -178,7 +179,9 @@ TEST_F(StoreTest, JobTimelineBucketsCollectiveRecords) {
   EXPECT_EQ((*points)[0].start_us(), 0);
   EXPECT_EQ((*points)[0].ranks(), 2u);
   EXPECT_DOUBLE_EQ((*points)[0].mean_busbw_gbs(), 300);
-  EXPECT_DOUBLE_EQ((*points)[1].min_busbw_gbs(), 100);
+  EXPECT_DOUBLE_EQ((*points)[1].min_busbw_gbs(), 90);
+  ASSERT_TRUE((*points)[1].has_slowest_rank());
+  EXPECT_EQ((*points)[1].slowest_rank(), 1u);
   EXPECT_DOUBLE_EQ((*points)[1].max_exec_time_us(), 4000);
   EXPECT_TRUE(store_->JobTimeline("other", 0, 10'000'000)->empty());
 }

@@ -6,6 +6,8 @@
 
 #include "common/strings.h"
 
+#include "absl/time/time.h"
+
 namespace rocefab {
 
 absl::StatusOr<int64_t> ParseDurationUs(std::string_view text) {
@@ -57,6 +59,27 @@ std::string FormatDurationUs(int64_t us) {
     if (us % unit.scale == 0) return StrCat(us / unit.scale, unit.name);
   }
   return StrCat(us, "us");
+}
+
+absl::StatusOr<int64_t> ParseTimeUs(std::string_view text, int64_t now_us) {
+  if (text == "now") return now_us;
+  if (!text.empty() && text[0] == '-') {
+    auto ago = ParseDurationUs(text.substr(1));
+    if (!ago.ok())
+      return absl::InvalidArgumentError(StrCat("'", text, "': a relative time is a minus and a duration, e.g. -10m"));
+    return now_us - *ago;
+  }
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos && text.size() <= 12) {
+    int64_t seconds = 0;
+    for (char c : text) seconds = seconds * 10 + (c - '0');
+    return seconds * 1'000'000;
+  }
+  absl::Time t;
+  std::string error;
+  if (!absl::ParseTime(absl::RFC3339_full, std::string(text), &t, &error))
+    return absl::InvalidArgumentError(StrCat("'", text, "' is not a time: give RFC 3339 (2026-12-01T18:04:05Z), "
+                                             "a relative time (-10m) or Unix seconds"));
+  return absl::ToUnixMicros(t);
 }
 
 }  // namespace rocefab

@@ -33,3 +33,21 @@ TEST(Duration, Formats) {
 
 }  // namespace
 }  // namespace rocefab
+
+namespace rocefab {
+namespace {
+
+TEST(ParseTime, Rfc3339RelativeAndUnixSeconds) {
+  const int64_t now = 1'764'612'245'000'000;  // 2025-12-01T18:04:05Z
+  EXPECT_EQ(*ParseTimeUs("2025-12-01T18:04:05Z", 0), now);
+  EXPECT_EQ(*ParseTimeUs("2025-12-01T19:04:05+01:00", 0), now);
+  EXPECT_EQ(*ParseTimeUs("2025-12-01T18:04:05.5Z", 0), now + 500'000);
+  EXPECT_EQ(*ParseTimeUs("-10m", now), now - 600'000'000);
+  EXPECT_EQ(*ParseTimeUs("now", now), now);
+  EXPECT_EQ(*ParseTimeUs("1764612245", 0), now);
+  for (const char* bad : {"", "yesterday", "-", "-10", "2025-13-01T00:00:00Z", "18:04", "1764612245000000000"})
+    EXPECT_FALSE(ParseTimeUs(bad, now).ok()) << bad;
+}
+
+}  // namespace
+}  // namespace rocefab

@@ -1,5 +1,7 @@
 #include "common/topology.h"
 
+#include "common/nearest.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
@@ -238,6 +240,37 @@ void WriteTopologyYaml(const v1::Topology& topology, std::ostream& out) {
 std::string EntityDevice(const std::string& entity) {
   const size_t slash = entity.find('/');
   return slash == std::string::npos ? entity : entity.substr(0, slash);
+}
+
+absl::Status Topology::CheckEntity(std::string_view entity) const {
+  const size_t slash = entity.find('/');
+  const std::string device(entity.substr(0, slash));
+  const v1::TopoHost* host = FindHost(device);
+  const v1::TopoSwitch* sw = host ? nullptr : FindSwitch(device);
+  if (host == nullptr && sw == nullptr) {
+    std::vector<std::string> names;
+    for (const auto& h : proto_.hosts()) names.push_back(h.name());
+    for (const auto& x : proto_.switches()) names.push_back(x.name());
+    return absl::InvalidArgumentError(
+        StrCat("'", device, "' is no host or switch of the topology", NearestHint(device, names)));
+  }
+  if (slash == std::string_view::npos) return absl::OkStatus();
+  const std::string_view part = entity.substr(slash + 1);
+  std::vector<std::string> names;
+  if (host != nullptr) {
+    for (const auto& nic : host->nics()) {
+      if (nic.name() == part || StrCat("gpu", nic.gpu()) == part) return absl::OkStatus();
+      names.push_back(StrCat(device, "/", nic.name()));
+    }
+  } else {
+    if (part.ends_with("_pool")) return absl::OkStatus();
+    for (const std::string& port : PortsOf(device)) {
+      if (port == part) return absl::OkStatus();
+      names.push_back(StrCat(device, "/", port));
+    }
+  }
+  return absl::InvalidArgumentError(StrCat("'", entity, "': ", device, " has no ", host ? "NIC or GPU" : "port", " '",
+                                           part, "' in the topology", NearestHint(entity, names)));
 }
 
 absl::StatusOr<bool> IsSwitchToSwitchLink(const Topology& topology, const std::string& port) {

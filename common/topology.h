@@ -43,6 +43,12 @@ class Topology final {
   // Ports of a switch, in link order ("Ethernet0", ...).
   const std::vector<std::string>& PortsOf(std::string_view switch_name) const;
 
+  // Whether `entity` names something of this fabric: a host or switch, a
+  // host's NIC or GPU ("z1-r01-h1/mlx5_0", ".../gpu3"), a switch port, or a
+  // switch's buffer pool (".../*_pool"). InvalidArgument otherwise, naming
+  // the nearest known names.
+  absl::Status CheckEntity(std::string_view entity) const;
+
  private:
   Topology() = default;
   v1::Topology proto_;

@@ -67,7 +67,7 @@ TEST(Lab, StormRunReachesTheCollectorExactlyWhereTheModelPutIt) {
                                         "--run-dir", run_dir, "--live-dir", live_dir,
                                         "--timeline-every", "10", "--show",
                                         "job show 4711 --since 60s --bucket 5s", "--show",
-                                        "job diagnose 4711 --window 1m"},
+                                        "job diagnose 4711 --window 1m", "--show", "pfc --nonzero --prio 3"},
                                        &out, &err);
   ASSERT_EQ(code, 0) << out << err;
   EXPECT_NE(out.find("FAULT  pfc_storm on z1-r02-h1/mlx5_1 starts"), std::string::npos) << out;
@@ -78,8 +78,21 @@ TEST(Lab, StormRunReachesTheCollectorExactlyWhereTheModelPutIt) {
   EXPECT_NE(out.find("AllReduce"), std::string::npos) << out;
   // The diagnosis names the storming NIC and its playbook.
   EXPECT_NE(out.find("most likely cause: pfc_storm on z1-r02-h1/mlx5_1"), std::string::npos) << out;
-  EXPECT_NE(out.find("playbook: playbooks/pfc_storm.md"), std::string::npos) << out;
-  EXPECT_TRUE(std::filesystem::exists(std::string(ROCEFAB_SOURCE_DIR) + "/playbooks/pfc_storm.md"));
+  // The playbook is printed as a path the operator can open.
+  const size_t at = out.find("playbook: /");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string playbook = out.substr(at + 10, out.find('\n', at) - at - 10);
+  EXPECT_TRUE(playbook.ends_with("/playbooks/pfc_storm.md")) << playbook;
+  EXPECT_TRUE(std::filesystem::exists(playbook)) << playbook;
+  EXPECT_NE(out.find("verdict: DEGRADED since "), std::string::npos) << out;
+  // pfcstat's view: the storming NIC pauses its peer on the lossless
+  // priority; the other priorities are not shown.
+  const size_t pfc = out.find("$ rocefab pfc --nonzero --prio 3");
+  ASSERT_NE(pfc, std::string::npos) << out;
+  const std::string pfc_view = out.substr(pfc);
+  EXPECT_NE(pfc_view.find("PFC3 FRAMES/S"), std::string::npos) << pfc_view;
+  EXPECT_EQ(pfc_view.find("PFC0"), std::string::npos) << pfc_view;
+  EXPECT_NE(pfc_view.find("z1-r02-h1/mlx5_1"), std::string::npos) << pfc_view;
   // Scored against the truth: found, first, and soon.
   ASSERT_EQ(testing::RunCommand({testing::BinDir() + "/rocefab-lab", "score", "--run-dir", run_dir, "-o", "json"},
                                 &out, &err),

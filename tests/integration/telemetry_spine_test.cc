@@ -60,12 +60,14 @@ class TelemetrySpine : public ::testing::Test {
       testing::CopyTree(testing::FixturesDir() + "/hosts/" + host, dir_ / host);
   }
 
-  void StartCollector(const std::string& listen = "127.0.0.1:0") {
+  void StartCollector(const std::string& listen = "127.0.0.1:0", const std::vector<std::string>& extra = {}) {
     NotifySocket notify;
+    std::vector<std::string> argv = {BinDir() + "/rocefab-collectord", "--listen", listen, "--db", db_path(),
+                                     "--metrics-listen", "127.0.0.1:0", "--metrics-all-entities", "--grant",
+                                     "operator=alice,slurm"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
     collector_ = std::make_unique<Subprocess>(Subprocess::Options{
-        testing::With({BinDir() + "/rocefab-collectord", "--listen", listen, "--db", db_path(),
-                       "--metrics-listen", "127.0.0.1:0", "--metrics-all-entities", "--grant", "operator=alice,slurm"},
-                      ca_.Flags("rocefab-collectord")),
+        testing::With(argv, ca_.Flags("rocefab-collectord")),
         {{"NOTIFY_SOCKET", notify.path()}},
         dir_ / "collector.out",
         dir_ / "collector.log"});
@@ -259,13 +261,13 @@ TEST_F(TelemetrySpine, TwoHostAgentsReportAndTheCliShowsThem) {
   ASSERT_EQ(Cli({"job", "list", "--all"}, &out, &err), 0);
   EXPECT_NE(out.find("4711"), std::string::npos);
 
-  // Usage errors exit 2; an unreachable collector exits 1.
+  // Usage errors exit 2; an unreachable collector exits 3.
   EXPECT_EQ(Cli({"counters", "--counter", "rx_bogons"}, &out, &err), 2);
   EXPECT_NE(err.find("not in the counter vocabulary"), std::string::npos);
   EXPECT_EQ(testing::RunCommand({BinDir() + "/rocefab", "--collector", "127.0.0.1:1", "--insecure",
                                  "--timeout-ms", "2000", "agents"},
                                 &out, &err),
-            1);
+            3);
   EXPECT_NE(err.find("is rocefab-collectord running"), std::string::npos) << err;
 
   auto metrics = testing::HttpGet(metrics_address_, "/metrics");
@@ -445,4 +447,40 @@ TEST_F(TelemetrySpine, HostdOnceOnAFixtureTree) {
 }
 
 }  // namespace
+// What an operator mistypes gets an error that names the word and what
+// exists, with an exit code a script can act on.
+TEST_F(TelemetrySpine, MistypedNamesAndCommandsAreUsageErrorsNamingTheNearestKnown) {
+  testing::WriteFile(dir_ / "topology.yaml", R"yaml(
+switches:
+  - {name: z1-rtsw01, role: rtsw, zone: z1}
+hosts:
+  - {name: z1-r01-h1, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.1}]}
+  - {name: z1-r01-h2, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.2}]}
+links:
+  - {a: z1-r01-h1/mlx5_0, b: z1-rtsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-r01-h2/mlx5_0, b: z1-rtsw01/Ethernet4, speed_gbps: 400}
+)yaml");
+  ASSERT_NO_FATAL_FAILURE(StartCollector("127.0.0.1:0", {"--topology", dir_ / "topology.yaml"}));
+  std::string out, err;
+  EXPECT_EQ(Cli({"counters", "--host", "z1-r99-h1"}, &out, &err), 2);
+  EXPECT_NE(err.find("'z1-r99-h1' is no host or switch of the topology; nearest known: z1-r01-h1"),
+            std::string::npos) << err;
+  EXPECT_EQ(Cli({"counters", "--host", "z1-r99-h1", "--allow-unknown"}, &out, &err), 1) << "nothing matched";
+  EXPECT_EQ(Cli({"alert", "silence", "--entity", "z1-r01-h1/mlx5_9", "--comment", "typo"}, &out, &err), 2);
+  EXPECT_NE(err.find("nearest known: z1-r01-h1/mlx5_0"), std::string::npos) << err;
+  EXPECT_EQ(Cli({"alert", "silence", "--job", "9999", "--comment", "typo"}, &out, &err), 2);
+  EXPECT_NE(err.find("job 9999 is not registered"), std::string::npos) << err;
+  EXPECT_EQ(Cli({"job", "start", "--id", "5", "--hostlist", "gpu-node[1-2]", "--gpus-per-host", "1"}, &out, &err), 2);
+  EXPECT_NE(err.find("'gpu-node1' is no host or switch"), std::string::npos) << err;
+  EXPECT_EQ(Cli({"job", "show", "9999"}, &out, &err), 1);
+  EXPECT_NE(err.find("job 9999 is not registered and has no collective records"), std::string::npos) << err;
+  EXPECT_EQ(Cli({"job", "diagnose", "9999", "--at", "-10m"}, &out, &err), 1) << err;
+  EXPECT_EQ(Cli({"job", "diagnose", "9999", "--at", "yesterday"}, &out, &err), 2);
+  EXPECT_EQ(Cli({"fabric", "helth"}, &out, &err), 2);
+  EXPECT_NE(err.find("unknown command 'helth' for 'rocefab fabric'; did you mean 'rocefab fabric health'?"),
+            std::string::npos) << err;
+  EXPECT_EQ(Cli({"agent"}, &out, &err), 2);
+  EXPECT_NE(err.find("did you mean 'rocefab agents'?"), std::string::npos) << err;
+}
+
 }  // namespace rocefab
