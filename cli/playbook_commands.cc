@@ -58,7 +58,8 @@ class GrpcEnv final : public PlaybookEnv {
     if (auto s = FromGrpc(query_->DiagnoseJob(&ctx, req, &resp), "collector"); !s.ok()) return s;
     return resp;
   }
-  absl::StatusOr<v1::DrainResponse> Drain(const std::string& port, const std::string& reason) override {
+  absl::StatusOr<v1::DrainResponse> Drain(const std::string& port, const std::string& reason,
+                                          bool dry_run) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
     v1::DrainRequest req;
@@ -66,6 +67,7 @@ class GrpcEnv final : public PlaybookEnv {
     req.set_name(port);
     req.set_reason(reason);
     req.set_who(who_);
+    req.set_dry_run(dry_run);
     v1::DrainResponse resp;
     if (auto s = FromGrpc(controller_->Drain(&ctx, req, &resp), "controller"); !s.ok()) return s;
     return resp;
@@ -213,7 +215,8 @@ int RunPlaybookRuns(const GlobalOptions& g, const PlaybookOptions& o, std::ostre
     std::string changes;
     for (const auto& ch : r.changes()) StrAppend(&changes, changes.empty() ? "" : "; ", ch);
     t.AddRow({StrCat(r.id()), r.playbook(), r.target(), Ago(now, r.started_us()), r.who(),
-              r.dry_run() ? "dry_run" : r.result(), changes.empty() ? "-" : changes});
+              r.dry_run() ? StrCat(r.result() == "dry_run" ? "ok" : r.result(), " (dry run)") : r.result(),
+              changes.empty() ? "-" : changes});
   }
   if (t.rows() == 0) out << "no playbook runs\n";
   else t.Print(out);

@@ -37,7 +37,8 @@ class CollectorEnv final : public PlaybookEnv {
     if (!s.ok()) return absl::UnavailableError(s.error_message());
     return resp;
   }
-  absl::StatusOr<v1::DrainResponse> Drain(const std::string& port, const std::string& reason) override {
+  absl::StatusOr<v1::DrainResponse> Drain(const std::string& port, const std::string& reason,
+                                          bool dry_run) override {
     if (context_.controller().empty()) return absl::FailedPreconditionError("no controller configured");
     // As the remediation identity: the controller authorizes and audits it.
     auto channel = MakeChannel(context_.controller(), tls_);
@@ -49,6 +50,7 @@ class CollectorEnv final : public PlaybookEnv {
     req.set_kind("link");
     req.set_name(port);
     req.set_reason(reason);
+    req.set_dry_run(dry_run);
     v1::DrainResponse resp;
     const grpc::Status s = stub->Drain(&ctx, req, &resp);
     if (!s.ok()) return absl::UnavailableError(StrCat("controller: ", s.error_message()));

@@ -144,10 +144,20 @@ v1::PlaybookRun RunPlaybook(const v1::Playbook& pb, const std::string& target, b
     const std::string reason = StrCat("playbook ", pb.name(), s.reason().empty() ? "" : ": ", s.reason());
     if (s.action() == "drain_link") {
       if (dry_run) {
-        log(StrCat("would drain link ", target, " (", reason, ")"));
+        // The controller's own capacity check, and what it would push.
+        auto r = env.Drain(target, reason, true);
+        if (!r.ok() || !r->ok()) {
+          log(StrCat("would drain link ", target, ", but the controller would refuse: ",
+                     r.ok() ? r->error() : std::string(r.status().message())));
+          return false;
+        }
+        std::string pushed;
+        for (const auto& sw : r->pushed()) StrAppend(&pushed, pushed.empty() ? "" : ", ", sw);
+        log(StrCat("would drain link ", target, " (", reason, "): the capacity check passes; it would push ",
+                   r->pushed_size(), " switch(es)", pushed.empty() ? "" : StrCat(": ", pushed)));
         return true;
       }
-      auto r = env.Drain(target, reason);
+      auto r = env.Drain(target, reason, false);
       if (!r.ok() || !r->ok()) {
         log(StrCat("drain_link refused: ", r.ok() ? r->error() : std::string(r.status().message())));
         return false;
@@ -178,10 +188,27 @@ v1::PlaybookRun RunPlaybook(const v1::Playbook& pb, const std::string& target, b
     return false;
   };
 
-  for (const auto& s : pb.preconditions())
-    if (!check(s, false)) return finish("refused");
-  for (const auto& s : pb.steps())
-    if (!act(s)) return finish("failed");
+  // A dry run checks every precondition and previews every step, so the
+  // operator sees all that stands in the way, not only the first thing.
+  bool refused = false;
+  for (const auto& s : pb.preconditions()) {
+    if (check(s, false)) continue;
+    if (!dry_run) return finish("refused");
+    refused = true;
+  }
+  bool failed = false;
+  for (const auto& s : pb.steps()) {
+    if (act(s)) continue;
+    if (!dry_run) return finish("failed");
+    failed = true;
+  }
+  if (dry_run && (refused || failed)) {
+    for (const auto& s : pb.verify()) check(s, true);
+    for (const auto& s : pb.followup()) act(s);
+    log(refused ? "a real run would be refused: a precondition does not hold"
+                : "a real run would fail at the step above");
+    return finish(refused ? "refused" : "failed");
+  }
   for (const auto& s : pb.verify())
     if (!check(s, true)) return finish(cancelled ? "cancelled" : "failed");
   for (const auto& s : pb.followup()) act(s);

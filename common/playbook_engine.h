@@ -24,7 +24,10 @@ class PlaybookEnv {
   virtual ~PlaybookEnv() = default;
   virtual absl::StatusOr<std::vector<v1::Anomaly>> ActiveAnomalies() = 0;  // with their jobs
   virtual absl::StatusOr<v1::DiagnoseJobResponse> Diagnose(const std::string& job, int64_t window_us) = 0;
-  virtual absl::StatusOr<v1::DrainResponse> Drain(const std::string& port, const std::string& reason) = 0;
+  // With `dry_run`, the controller runs its capacity check and says which
+  // switches the drain would push, and changes nothing.
+  virtual absl::StatusOr<v1::DrainResponse> Drain(const std::string& port, const std::string& reason,
+                                                  bool dry_run) = 0;
   virtual absl::StatusOr<uint64_t> Silence(const std::string& entity, int64_t until_us,
                                            const std::string& comment) = 0;
   // Whether `port` ("device/port") joins two switches; an error when the

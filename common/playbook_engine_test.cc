@@ -32,10 +32,17 @@ class FakeEnv final : public PlaybookEnv {
     d.set_state(drained && ++polls_after_drain >= 3 ? "healthy" : "degraded");
     return d;
   }
-  absl::StatusOr<v1::DrainResponse> Drain(const std::string& port, const std::string& reason) override {
+  absl::StatusOr<v1::DrainResponse> Drain(const std::string& port, const std::string& reason,
+                                          bool dry_run) override {
     v1::DrainResponse r;
     if (!capacity) {
       r.set_error("rack z1-rtsw03 would keep 1 of 4 uplinks, below the policy's minimum");
+      return r;
+    }
+    r.add_pushed("z1-rtsw03");
+    r.add_pushed("z1-ctsw02");
+    if (dry_run) {
+      r.set_ok(true);
       return r;
     }
     drained = true;
@@ -97,6 +104,24 @@ TEST(PlaybookEngine, DryRunDescribesAndAFailedDrainStopsTheRun) {
   EXPECT_EQ(run.result(), "dry_run");
   EXPECT_FALSE(dry.drained);
   EXPECT_EQ(run.changes_size(), 0);
+  bool capacity_shown = false;
+  for (const auto& line : run.log()) capacity_shown |= line.find("capacity check passes; it would push 2") != std::string::npos;
+  EXPECT_TRUE(capacity_shown) << run.DebugString();
+  // A dry run that a precondition refuses still checks the others and
+  // previews the steps, and says it would be refused.
+  FakeEnv quiet;
+  quiet.flapping = false;
+  const auto preview = RunPlaybook(Shipped(), "z1-rtsw03/Ethernet44", true, quiet);
+  EXPECT_EQ(preview.result(), "refused");
+  EXPECT_TRUE(preview.dry_run());
+  bool fabric_checked = false, drain_previewed = false;
+  for (const auto& line : preview.log()) {
+    fabric_checked |= line.starts_with("check fabric_link:");
+    drain_previewed |= line.starts_with("would drain link");
+  }
+  EXPECT_TRUE(fabric_checked && drain_previewed) << preview.DebugString();
+  EXPECT_FALSE(quiet.drained);
+  EXPECT_EQ(quiet.silences, 0u);
   FakeEnv full;
   full.capacity = false;
   const auto refused = RunPlaybook(Shipped(), "z1-rtsw03/Ethernet44", false, full);
