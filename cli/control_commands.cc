@@ -197,11 +197,31 @@ int RunDrain(const GlobalOptions& g, const ControlOptions& o, bool undrain, std:
   Deadline(&context, 120);
   v1::DrainResponse response;
   if (auto s = stub->Drain(&context, request, &response); !s.ok()) return Failed(o, s, err);
+  // What the drain touches, shown for a preview and for a refusal alike.
+  auto print_impact = [&](std::ostream& to) {
+    if (response.capacity_size() > 0) {
+      to << "capacity check (uplink capacity each rack keeps):\n";
+      Table t({"  RACK SWITCH", "KEEPS", "POLICY MINIMUM", "CHECK"});
+      for (const auto& rack : response.capacity())
+        t.AddRow({StrCat("  ", rack.rtsw()), StrCat(static_cast<int>(rack.remaining_share() * 100 + 0.5), "%"),
+                  StrCat(static_cast<int>(rack.minimum_share() * 100 + 0.5), "%"),
+                  rack.remaining_share() + 1e-9 < rack.minimum_share() ? "below" : "ok"});
+      t.Print(to);
+    }
+    if (!response.jobs_note().empty()) to << "jobs: " << response.jobs_note() << "\n";
+    else if (!undrain) {
+      to << "jobs whose traffic crosses it: ";
+      if (response.jobs_size() == 0) to << "none running";
+      for (int i = 0; i < response.jobs_size(); ++i) to << (i ? ", " : "") << response.jobs(i);
+      to << "\n";
+    }
+  };
   if (g.output == "json") {
     PrintJson(response, out);
   } else if (response.ok() && o.dry_run) {
-    out << "dry run: " << (undrain ? "undraining " : "draining ") << o.kind << " " << o.name
-        << " passes the capacity check and would push " << response.pushed_size() << " switch(es):";
+    out << "dry run: " << (undrain ? "undraining " : "draining ") << o.kind << " " << o.name << "\n";
+    print_impact(out);
+    out << "it would push " << response.pushed_size() << " switch(es):";
     for (const auto& name : response.pushed()) out << " " << name;
     out << "\nnothing changed\n";
   } else if (response.ok()) {
@@ -210,6 +230,7 @@ int RunDrain(const GlobalOptions& g, const ControlOptions& o, bool undrain, std:
     if (!undrain) out << "remember: rocefab undrain " << o.kind << " " << o.name << "\n";
   } else {
     err << "rocefab: " << response.error() << "\n";
+    print_impact(err);
   }
   return response.ok() ? 0 : 1;
 }

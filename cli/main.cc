@@ -143,7 +143,8 @@ int main(int argc, char** argv) {
     cmd->add_option("name", control.name, "a port (device/port) for a link, or a switch name")->required();
     cmd->add_option("--reason", control.reason, "why, for the audit log");
   }
-  drain->add_flag("--force", control.force, "drain even below the policy's minimum uplink capacity");
+  drain->add_flag("--force", control.force,
+                  "drain even below the policy's minimum uplink capacity, or a host-facing port (its jobs stall)");
   for (auto* cmd : {drain, undrain})
     cmd->add_flag("--dry-run", control.dry_run, "run the capacity check and show the switches it would push; change nothing");
 

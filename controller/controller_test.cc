@@ -109,6 +109,12 @@ struct FakeGate final : public Gate {
       if (sick.count(name)) out += "lossless_drops on " + name + "/Ethernet0; ";
     return out;
   }
+  std::vector<v1::Job> jobs;
+  absl::StatusOr<std::vector<v1::Job>> RunningJobs() override {
+    std::lock_guard lock(mu);
+    if (collector_down) return absl::UnavailableError("collector 127.0.0.1:9 cannot be asked");
+    return jobs;
+  }
 };
 
 v1::Policy Policy(const std::string& scheme) {
@@ -354,6 +360,72 @@ TEST(GateScope, TouchesASwitchItsPortsAndTheFarEndsOfItsLinksOnly) {
   EXPECT_TRUE(TouchedBy(*topology, wave, peer)) << peer;
   EXPECT_FALSE(TouchedBy(*topology, wave, "z1-rtsw02/Ethernet0"));
   EXPECT_FALSE(TouchedBy(*topology, wave, "4711")) << "a job is not an element of the wave";
+}
+
+// A drain of a port facing a host cuts a NIC off: refused without --force,
+// naming the jobs with ranks there. A fabric link's preview shows the racks'
+// capacity and the jobs whose traffic crosses it, and changes nothing.
+TEST_F(ControllerTest, AHostFacingDrainIsRefusedNamingTheJobsAndAPreviewShowsCapacityAndJobs) {
+  auto store = OpenStore();
+  FakeFleet fleet(switches_);
+  auto core = Make("ecmp", fleet, *store);
+  const std::string nic = "z1-r01-h1/mlx5_0";
+  const std::string host_port = topology_->PeerOf(topology_->LinkOfPort(nic), nic);
+  v1::Job two_racks;
+  two_racks.set_id("4711");
+  for (const char* host : {"z1-r01-h1", "z1-r02-h1"}) {
+    auto* r = two_racks.add_ranks();
+    r->set_rank(static_cast<uint32_t>(two_racks.ranks_size() - 1));
+    r->set_host(host);
+    r->set_nic("mlx5_0");
+  }
+  v1::Job elsewhere;
+  elsewhere.set_id("4712");
+  auto* r = elsewhere.add_ranks();
+  r->set_host("z1-r03-h1");
+  r->set_nic("mlx5_0");
+  gate_.jobs = {two_racks, elsewhere};
+
+  v1::DrainRequest drain;
+  drain.set_kind("link");
+  drain.set_name(host_port);
+  drain.set_reason("typo: meant the uplink");
+  const size_t before = switches_.applies();
+  auto refused = core->Drain(drain, "bob");
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_FALSE(refused->ok());
+  EXPECT_NE(refused->error().find("the only link of NIC " + nic), std::string::npos) << refused->error();
+  EXPECT_NE(refused->error().find("stalls job(s) 4711"), std::string::npos) << refused->error();
+  EXPECT_EQ(refused->error().find("4712"), std::string::npos) << refused->error();
+  EXPECT_EQ(switches_.applies(), before) << "nothing pushed";
+  drain.set_force(true);
+  auto forced = core->Drain(drain, "bob");
+  ASSERT_TRUE(forced.ok() && forced->ok()) << (forced.ok() ? forced->error() : forced.status().ToString());
+
+  // A rack uplink: the preview lists its rack's capacity and the job that
+  // leaves the rack, not the one elsewhere.
+  v1::DrainRequest preview;
+  preview.set_kind("link");
+  for (const auto& port : topology_->PortsOf("z1-rtsw01")) {
+    const std::string full = "z1-rtsw01/" + port;
+    if (topology_->PeerOf(topology_->LinkOfPort(full), full).starts_with("z1-ctsw")) preview.set_name(full);
+  }
+  preview.set_reason("flapping");
+  preview.set_dry_run(true);
+  const size_t before_preview = switches_.applies();
+  auto shown = core->Drain(preview, "bob");
+  ASSERT_TRUE(shown.ok() && shown->ok()) << (shown.ok() ? shown->error() : shown.status().ToString());
+  ASSERT_EQ(shown->capacity_size(), 1);
+  EXPECT_EQ(shown->capacity(0).rtsw(), "z1-rtsw01");
+  EXPECT_NEAR(shown->capacity(0).remaining_share(), 0.5, 1e-9) << "one of its two uplinks";
+  EXPECT_EQ(std::vector<std::string>(shown->jobs().begin(), shown->jobs().end()), std::vector<std::string>{"4711"});
+  EXPECT_GE(shown->pushed_size(), 2);
+  EXPECT_EQ(switches_.applies(), before_preview) << "a preview changes nothing";
+  // The collector down: the drain still runs, and says the jobs are unknown.
+  gate_.collector_down = true;
+  auto blind = core->Drain(preview, "bob");
+  ASSERT_TRUE(blind.ok() && blind->ok());
+  EXPECT_NE(blind->jobs_note().find("unknown"), std::string::npos) << blind->jobs_note();
 }
 
 }  // namespace

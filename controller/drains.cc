@@ -1,10 +1,51 @@
 // Drains and undrains (controller.h): recorded at once, pushed at once to
 // the switches whose config they change, whether or not a rollout runs.
+#include <set>
+
 #include "common/strings.h"
+#include "common/topology.h"
 #include "controller/compiler.h"
 #include "controller/controller.h"
 
 namespace rocefab::controller {
+namespace {
+
+// The jobs whose traffic can cross `ports`: a host port carries its NIC's
+// ranks; a rack switch's uplink, the rack's jobs that leave the rack; a
+// spine's link to the aggregation tier, the jobs that span AI Zones.
+std::vector<std::string> JobsCrossing(const Topology& topology, const std::vector<v1::Job>& jobs,
+                                      const std::vector<std::string>& ports) {
+  std::vector<std::string> out;
+  for (const v1::Job& job : jobs) {
+    std::set<std::string> nics, rtsws, zones;
+    for (const auto& r : job.ranks()) {
+      const std::string nic = StrCat(r.host(), "/", r.nic());
+      nics.insert(nic);
+      const int link = topology.LinkOfPort(nic);
+      if (link >= 0) rtsws.insert(EntityDevice(topology.PeerOf(link, nic)));
+      if (const v1::TopoHost* host = topology.FindHost(r.host())) zones.insert(host->zone());
+    }
+    bool crosses = false;
+    for (const std::string& port : ports) {
+      const int link = topology.LinkOfPort(port);
+      if (link < 0) continue;
+      const std::string& peer = topology.PeerOf(link, port);
+      const std::string a = EntityDevice(port), b = EntityDevice(peer);
+      if (topology.FindHost(a) || topology.FindHost(b)) {
+        crosses |= nics.count(port) > 0 || nics.count(peer) > 0;
+      } else if (rtsws.count(a) || rtsws.count(b)) {
+        crosses |= rtsws.size() > 1;
+      } else {
+        const v1::TopoSwitch* sw = topology.FindSwitch(a);
+        crosses |= zones.size() > 1 && sw != nullptr && zones.count(sw->zone()) > 0;
+      }
+    }
+    if (crosses) out.push_back(job.id());
+  }
+  return out;
+}
+
+}  // namespace
 
 absl::StatusOr<v1::DrainResponse> Controller::Drain(const v1::DrainRequest& request, const std::string& who) {
   v1::DrainResponse response;
@@ -35,6 +76,41 @@ absl::StatusOr<v1::DrainResponse> Controller::Drain(const v1::DrainRequest& requ
     response.set_error("kind must be link or switch");
     return response;
   }
+  // A port facing a host is its NIC's only link: draining it cuts the NIC
+  // off, and every job with a rank there stalls.
+  std::vector<std::string> host_ports;
+  for (const auto& port : ports) {
+    const std::string& peer = topology_->PeerOf(topology_->LinkOfPort(port), port);
+    if (topology_->FindHost(EntityDevice(port)) || topology_->FindHost(EntityDevice(peer)))
+      host_ports.push_back(port);
+  }
+  for (const auto& port : host_ports) response.add_host_ports(port);
+  // The jobs it touches, from the collectors' registry (asked before any
+  // lock is taken: a slow collector must not hold up a drain).
+  if (!request.undrain()) {
+    if (gate_ == nullptr) {
+      response.set_jobs_note("no collector configured: the jobs it touches are unknown");
+    } else if (auto jobs = gate_->RunningJobs(); !jobs.ok()) {
+      response.set_jobs_note(StrCat("the jobs it touches are unknown: ", jobs.status().message()));
+    } else {
+      for (const auto& id : JobsCrossing(*topology_, *jobs, ports)) response.add_jobs(id);
+    }
+  }
+  if (!host_ports.empty() && !request.undrain() && !request.force()) {
+    std::string jobs;
+    for (const auto& id : response.jobs()) StrAppend(&jobs, jobs.empty() ? "" : ", ", id);
+    const std::string& port = host_ports[0];
+    const std::string& peer = topology_->PeerOf(topology_->LinkOfPort(port), port);
+    const std::string nic = topology_->FindHost(EntityDevice(port)) ? port : peer;
+    response.set_error(StrCat(
+        "refused: ", port, " faces ", nic == port ? peer : nic, ", the only link of NIC ", nic,
+        "; draining it cuts that NIC off the fabric and stalls ",
+        !jobs.empty() ? StrCat("job(s) ", jobs)
+        : response.jobs_note().empty() ? std::string("no running job now (any job placed there later)")
+                                       : StrCat("the jobs on it (", response.jobs_note(), ")"),
+        ". Drain the job's host instead (Slurm), or use --force"));
+    return response;
+  }
   std::vector<std::string> changed;
   uint64_t generation = 0;
   {
@@ -54,7 +130,18 @@ absl::StatusOr<v1::DrainResponse> Controller::Drain(const v1::DrainRequest& requ
     }
     if (!request.undrain()) {
       // Capacity safety: no rack below the policy's share of its uplinks.
-      for (const auto& [rtsw, share] : RemainingUplinkShare(*topology_, next)) {
+      // The racks the drain changes are reported, refused or not.
+      const auto now = RemainingUplinkShare(*topology_, *drained);
+      const auto after = RemainingUplinkShare(*topology_, next);
+      for (const auto& [rtsw, share] : after) {
+        auto it = now.find(rtsw);
+        if (it == now.end() || it->second - share < 1e-9) continue;
+        v1::RackCapacity* rack = response.add_capacity();
+        rack->set_rtsw(rtsw);
+        rack->set_remaining_share(share);
+        rack->set_minimum_share(target_.min_uplink_capacity());
+      }
+      for (const auto& [rtsw, share] : after) {
         if (share + 1e-9 < target_.min_uplink_capacity() && !request.force()) {
           response.set_error(StrCat("refused: ", rtsw, " would keep ", static_cast<int>(share * 100),
                                     "% of its uplink capacity, below the policy's ",

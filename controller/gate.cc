@@ -31,6 +31,19 @@ CollectorGate::CollectorGate(std::shared_ptr<const Topology> topology, const std
   }
 }
 
+absl::StatusOr<std::vector<v1::Job>> CollectorGate::RunningJobs() {
+  std::string errors;
+  for (const auto& [address, stub] : shards_) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::ListJobsResponse response;
+    const grpc::Status status = stub->ListJobs(&context, v1::ListJobsRequest(), &response);
+    if (status.ok()) return std::vector<v1::Job>(response.jobs().begin(), response.jobs().end());
+    StrAppend(&errors, errors.empty() ? "" : "; ", address, ": ", status.error_message());
+  }
+  return absl::UnavailableError(StrCat("no collector answered for the job registry (", errors.empty() ? "none configured" : errors, ")"));
+}
+
 std::string CollectorGate::Verdict(const std::vector<std::string>& switches, int64_t since_us, int64_t until_us) {
   std::string problems;
   for (const auto& [address, stub] : shards_) {

@@ -25,6 +25,9 @@ class Gate {
   // collector delays a gate rather than passing it blind. A collector that
   // cannot be asked, or does not catch up, fails the gate.
   virtual std::string Verdict(const std::vector<std::string>& switches, int64_t since_us, int64_t until_us) = 0;
+  // The running jobs (every shard's registry holds them all), so a drain
+  // can name the jobs it touches. An error when no collector answers.
+  virtual absl::StatusOr<std::vector<v1::Job>> RunningJobs() = 0;
 };
 
 // The elements a wave touching `switches` can hurt: the switches, and the
@@ -38,6 +41,7 @@ class CollectorGate final : public Gate {
   CollectorGate(std::shared_ptr<const Topology> topology, const std::string& collectors,
                 const v1::TlsSettings& tls);
   std::string Verdict(const std::vector<std::string>& switches, int64_t since_us, int64_t until_us) override;
+  absl::StatusOr<std::vector<v1::Job>> RunningJobs() override;
   bool empty() const { return shards_.empty(); }
 
  private:

@@ -192,6 +192,19 @@ TEST_F(ControlPath, PlanApplyStatusHistoryDrainAndAGateThatRollsBack) {
   // Drain: one of rtsw01's two uplinks keeps 50%, the policy's minimum; the
   // second would leave nothing, so it is refused unless forced.
   const std::string up1 = "z1-rtsw01/Ethernet8", up2 = "z1-rtsw01/Ethernet12";
+  // The preview first: the rack's capacity, and nothing pushed.
+  ASSERT_EQ(Cli({"drain", "link", up1, "--reason", "flapping optic", "--dry-run"}, &out, &err), 0) << err;
+  EXPECT_NE(out.find("capacity check"), std::string::npos) << out;
+  EXPECT_NE(out.find("z1-rtsw01"), std::string::npos) << out;
+  EXPECT_NE(out.find("50%"), std::string::npos) << out;
+  EXPECT_NE(out.find("nothing changed"), std::string::npos) << out;
+  // A port facing a host: refused, it is the NIC's only link.
+  {
+    const std::string nic = proto_.hosts(0).name() + "/" + proto_.hosts(0).nics(0).name();
+    const std::string facing = topo_->PeerOf(topo_->LinkOfPort(nic), nic);
+    EXPECT_EQ(Cli({"drain", "link", facing, "--reason", "typo"}, &out, &err), 1);
+    EXPECT_NE(err.find("the only link of NIC " + nic), std::string::npos) << err;
+  }
   ASSERT_EQ(Cli({"drain", "link", up1, "--reason", "flapping optic"}, &out, &err), 0) << err;
   for (const auto& hop : Applied("z1-rtsw01")["items"]) {
     if (!hop.contains("nexthop_group")) continue;
