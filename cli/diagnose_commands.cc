@@ -132,6 +132,7 @@ int RunJobDiagnose(const GlobalOptions& g, const DiagnoseOptions& o, std::ostrea
 
 int RunFabricHealth(const GlobalOptions& g, const HealthOptions& o, std::ostream& out, std::ostream& err) {
   v1::ListAnomaliesRequest request;
+  request.set_include_operator_changes(true);
   const int64_t now = SystemClock::Instance().NowUs();
   if (o.since.empty()) {
     request.set_active_only(true);
@@ -179,15 +180,28 @@ int RunFabricHealth(const GlobalOptions& g, const HealthOptions& o, std::ostream
               a.end_us() ? "ended" : "active", jobs.empty() ? "-" : jobs,
               consequences.count(a.id()) ? StrCat(consequences[a.id()]) : "-", a.summary()});
   }
+  // The operators' changes of the period, and drains still in effect:
+  // what someone did is part of what the fabric is.
+  auto print_changes = [&] {
+    if (response.operator_changes_size() == 0) return;
+    out << "\noperator changes (rocefab config history), newest last:\n";
+    Table c({"  WHEN", "WHO", "ACTION", "TARGET", "STATE", "WHY"});
+    for (const auto& ch : response.operator_changes())
+      c.AddRow({StrCat("  ", Ago(response.now_us(), ch.at_us())), ch.who(), ch.action(), ch.target(),
+                ch.in_effect() ? "in effect" : "-", ch.why().empty() ? "-" : ch.why()});
+    c.Print(out);
+  };
   if (t.rows() == 0 && hidden == 0) {
     out << (o.since.empty() ? "fabric healthy: no active anomalies\n"
                             : StrCat("no anomalies in the last ", o.since, "\n"));
+    print_changes();
     return 0;
   }
   t.Print(out);
   if (hidden > 0)
     out << hidden << " consequence(s) (pause-tree victims, loss seen behind a bad link) are attributed to the "
         << "rows above; --all lists them\n";
+  print_changes();
   return 0;
 }
 

@@ -75,6 +75,11 @@ v1::ListAnomaliesResponse MergeAnomalies(const std::vector<v1::ListAnomaliesResp
     }
     out.set_now_us(std::max(out.now_us(), parts[shard].now_us()));
   }
+  // Every shard reads the same controller's audit log: one copy of each.
+  std::set<std::tuple<int64_t, std::string, std::string>> changes;
+  for (const auto& part : parts)
+    for (const auto& c : part.operator_changes())
+      if (changes.emplace(c.at_us(), c.action(), c.target()).second) *out.add_operator_changes() = c;
   std::stable_sort(out.mutable_anomalies()->begin(), out.mutable_anomalies()->end(),
                    [](const v1::Anomaly& a, const v1::Anomaly& b) { return a.start_us() < b.start_us(); });
   return out;

@@ -120,6 +120,19 @@ bool Touches(const Footprint& fp, const v1::Anomaly& a, const std::string& job_i
   return !fp.topology_known && fp.hosts.count(device) == 0 && !e.empty();
 }
 
+bool Touches(const Topology* topology, const Footprint& fp, const v1::OperatorChange& change) {
+  const std::string& a = change.action();
+  if (!a.starts_with("drain") && a != "undrain") return true;  // a rollout reaches every switch
+  const std::string& target = change.target();
+  if (fp.ports.count(target) || fp.devices.count(target)) return true;
+  // A drained fabric link is out of the footprint: its ends tell.
+  if (topology != nullptr) {
+    const int link = topology->LinkOfPort(target);
+    if (link >= 0 && fp.devices.count(EntityDevice(topology->PeerOf(link, target)))) return true;
+  }
+  return fp.devices.count(EntityDevice(target)) > 0;
+}
+
 v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
   v1::DiagnoseJobResponse out;
   *out.mutable_job() = in.job;
@@ -278,6 +291,44 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
       c *= best;
     }
     f.set_confidence(std::clamp(c, 0.0, 0.99));
+    findings.push_back(std::move(f));
+  }
+  // The operators' own changes on the job's paths: who, when, why. A drain
+  // of a port its NIC needs stops the job as surely as a dead link.
+  for (const v1::OperatorChange& c : in.changes) {
+    if (!c.in_effect() && (c.at_us() < in.window_start_us - 600'000'000 || c.at_us() > in.window_end_us)) continue;
+    v1::Finding f;
+    f.set_kind("operator_change");
+    f.set_entity(c.target());
+    f.set_start_us(c.at_us());
+    f.set_end_us(c.in_effect() ? 0 : c.at_us());
+    f.set_role("cause");
+    f.set_playbook(PlaybookFor("operator_change"));
+    bool host_port = false;
+    for (const auto& r : in.job.ranks())
+      host_port |= c.target() == StrCat(r.host(), "/", r.nic()) || in.footprint.ports.count(c.target()) > 0;
+    const bool drain = c.action().starts_with("drain");
+    // A drain that cuts one of the job's NICs off is near certain; a
+    // capacity or config change on its paths is a suspect.
+    double base = drain && host_port && c.in_effect() ? 0.97 : drain ? 0.5 : c.action() == "undrain" ? 0.3 : 0.45;
+    if (!Touches(nullptr, in.footprint, c) && !host_port) continue;
+    if (out.degraded_size() > 0) {
+      double best = 0.6;
+      for (const auto& d : out.degraded()) {
+        const int64_t lead = d.start_us() - c.at_us();
+        if (lead >= -5'000'000 && lead <= 30'000'000) best = 1.0;
+      }
+      base *= best;
+    }
+    f.set_confidence(std::clamp(base, 0.0, 0.99));
+    f.set_summary(StrCat(c.action(), " of ", c.target(), " by ", c.who(), " at ", FormatUtcTimeOfDay(c.at_us()),
+                         c.why().empty() ? "" : StrCat(": ", c.why()),
+                         c.generation() ? StrCat(" (generation ", c.generation(), ")") : "",
+                         c.in_effect() ? "; still in effect" : ""));
+    v1::Evidence* ev = f.add_evidence();
+    ev->set_entity(c.target());
+    ev->set_counter("controller_audit");
+    ev->set_note(StrCat("rocefab config history: ", c.action(), " by ", c.who()));
     findings.push_back(std::move(f));
   }
   RankFindings(findings);

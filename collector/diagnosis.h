@@ -35,6 +35,11 @@ bool Touches(const Footprint& fp, const v1::Anomaly& a, const std::string& job_i
 // "playbooks/<kind>.md".
 std::string PlaybookFor(const std::string& kind);
 
+// Whether an operator's change concerns the job with footprint `fp`: a
+// drain of one of its ports or switches (or of an uplink of one of its
+// switches), or a rollout (every switch).
+bool Touches(const Topology* topology, const Footprint& fp, const v1::OperatorChange& change);
+
 // Kinds that describe how a job suffers rather than what is wrong.
 bool IsJobSymptomKind(const std::string& kind);
 
@@ -49,6 +54,9 @@ struct DiagnoseInput {
   std::vector<v1::Anomaly> history_symptoms;
   int64_t bucket_us = 1'000'000;
   int64_t last_record_us = 0;  // the job's newest collective record, 0: none
+  // The operators' changes (controller audit) from the history's start to
+  // the window's end, and older drains still in effect.
+  std::vector<v1::OperatorChange> changes;
   int64_t window_start_us = 0, window_end_us = 0;
   bool onset_only = false;
 };

@@ -211,6 +211,38 @@ TEST(DiagnoseVerdictTest, AJobWithNoCollectiveDataIsUnknownNeverHealthy) {
   EXPECT_NE(d.verdict().find("(its last collective record)"), std::string::npos) << d.verdict();
 }
 
+TEST(DiagnoseVerdictTest, AForcedDrainOfTheJobsNicPortIsTheTopCauseWithWhoAndWhy) {
+  Window w = ShortWindow();
+  w.in.timeline.clear();
+  v1::Anomaly stall = Make(1, "job_stalled", "4711", w.in.window_start_us + 5'000'000);
+  stall.set_job("4711");
+  // The storm on another rack is not on this job's paths; the drain is.
+  w.in.anomalies = {stall, Make(2, "link_flap", "z1-rtsw03/Ethernet0", w.in.window_start_us)};
+  v1::OperatorChange drain;
+  drain.set_at_us(w.in.window_start_us + 3'000'000);
+  drain.set_who("alice");
+  drain.set_action("drain-forced");
+  drain.set_target("z1-rtsw02/Ethernet0");  // faces z1-r02-h1/mlx5_0, a rank of the job
+  drain.set_why("meant Ethernet8");
+  drain.set_in_effect(true);
+  v1::OperatorChange other_rack = drain;
+  other_rack.set_target("z1-rtsw03/Ethernet8");
+  other_rack.set_action("drain");
+  other_rack.set_in_effect(true);
+  w.in.changes = {drain, other_rack};
+  const v1::DiagnoseJobResponse d = Diagnose(w.in);
+  EXPECT_EQ(d.state(), "stalled");
+  ASSERT_EQ(d.findings_size(), 1) << "the other rack's drain is not on its paths";
+  EXPECT_EQ(d.findings(0).kind(), "operator_change");
+  EXPECT_EQ(d.findings(0).entity(), "z1-rtsw02/Ethernet0");
+  EXPECT_GT(d.findings(0).confidence(), 0.9);
+  EXPECT_NE(d.findings(0).summary().find("drain-forced of z1-rtsw02/Ethernet0 by alice"), std::string::npos);
+  EXPECT_NE(d.findings(0).summary().find("meant Ethernet8"), std::string::npos);
+  EXPECT_EQ(d.playbook(), "playbooks/operator_change.md");
+  EXPECT_NE(d.verdict().find("most likely cause: operator_change on z1-rtsw02/Ethernet0"), std::string::npos)
+      << d.verdict();
+}
+
 TEST(DiagnoseVerdictTest, OnsetOnlyReportsACauseThatBeganBeforeTheWindowAsOngoing) {
   Window w = ShortWindow();
   w.in.history.resize(w.in.history.size() - 20);

@@ -1,5 +1,9 @@
 #include "collector/fabric_context.h"
 
+#include <algorithm>
+
+#include "common/topology.h"
+
 #include "common/grpc_util.h"
 #include "common/log.h"
 #include "rocefab/v1/control.grpc.pb.h"
@@ -63,6 +67,32 @@ std::set<std::string> FabricContextSource::Drained() {
   return drained_;
 }
 
+std::vector<v1::OperatorChange> FabricContextSource::OperatorChanges() {
+  std::lock_guard lock(mu_);
+  std::vector<v1::OperatorChange> out;
+  for (const v1::AuditEntry& e : audit_) {
+    v1::OperatorChange c;
+    c.set_at_us(e.timestamp_us());
+    c.set_who(e.who());
+    c.set_action(e.action());
+    c.set_target(e.target());
+    c.set_why(e.why());
+    c.set_generation(e.generation());
+    out.push_back(std::move(c));
+  }
+  // A drain is in effect when it is the newest change of its target and
+  // the controller still lists the target's ports as drained.
+  std::set<std::string> seen;
+  for (auto it = out.rbegin(); it != out.rend(); ++it) {
+    if (!seen.insert(it->target()).second) continue;
+    if (!it->action().starts_with("drain")) continue;
+    bool drained = drained_.count(it->target()) > 0;
+    for (const std::string& port : drained_) drained |= EntityDevice(port) == it->target();
+    it->set_in_effect(drained);
+  }
+  return out;
+}
+
 void FabricContextSource::PollController() {
   auto channel = MakeChannel(controller_, tls_);
   if (!channel.ok()) {
@@ -84,6 +114,22 @@ void FabricContextSource::PollController() {
       switch_status_.assign(response.switches().begin(), response.switches().end());
       drained_ = std::set<std::string>(response.drained().begin(), response.drained().end());
       warned = false;
+      // The audit log, for operator changes in diagnoses (newest first from
+      // the controller; kept oldest first).
+      lock.unlock();
+      grpc::ClientContext history_call;
+      history_call.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+      v1::HistoryRequest history_request;
+      history_request.set_limit(500);
+      v1::HistoryResponse history;
+      const grpc::Status read = stub->History(&history_call, history_request, &history);
+      lock.lock();
+      if (read.ok()) {
+        audit_.assign(history.entries().begin(), history.entries().end());
+        std::sort(audit_.begin(), audit_.end(), [](const v1::AuditEntry& a, const v1::AuditEntry& b) {
+          return a.timestamp_us() < b.timestamp_us();
+        });
+      }
     } else if (!warned) {
       warned = true;
       LOG_WARN(kLog, "controller ", controller_, " unreachable (", status.error_message(),

@@ -34,6 +34,10 @@ class FabricContextSource final {
   void Stop();
   FabricContext Get();
   std::set<std::string> Drained();
+  // The controller's recent audit entries (newest last, at most the last
+  // 500), as operator changes; drains whose port is still drained are
+  // marked in effect. Empty without a controller.
+  std::vector<v1::OperatorChange> OperatorChanges();
   const std::shared_ptr<const Topology>& topology() const { return topology_; }
   const std::string& controller() const { return controller_; }
   const v1::TlsSettings& tls() const { return tls_; }
@@ -54,6 +58,7 @@ class FabricContextSource final {
   bool controller_reachable_ = false;
   std::vector<v1::SwitchStatus> switch_status_;
   std::set<std::string> drained_;
+  std::vector<v1::AuditEntry> audit_;
   std::thread thread_;
 };
 

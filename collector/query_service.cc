@@ -180,6 +180,13 @@ grpc::Status QueryService::ListAnomalies(grpc::ServerContext* context, const v1:
       if (Touches(footprints[j], a, (*jobs)[j].id())) a.add_jobs((*jobs)[j].id());
     *response->add_anomalies() = std::move(a);
   }
+  if (request->include_operator_changes() && context_ != nullptr) {
+    // The period's changes, or with active_only the last hour's; drains in
+    // effect whatever their age.
+    const int64_t from = request->active_only() || request->since_us() == 0 ? now - 3600LL * 1'000'000 : request->since_us();
+    for (v1::OperatorChange& c : context_->OperatorChanges())
+      if (c.in_effect() || c.at_us() >= from) *response->add_operator_changes() = std::move(c);
+  }
   response->set_now_us(now);
   return grpc::Status::OK;
 }
@@ -212,6 +219,10 @@ grpc::Status QueryService::DiagnoseJob(grpc::ServerContext* context, const v1::D
   }
   in.footprint = JobFootprint(context_ ? context_->topology().get() : nullptr, in.job,
                               context_ ? context_->Drained() : std::set<std::string>());
+  if (context_ != nullptr)
+    for (v1::OperatorChange& c : context_->OperatorChanges())
+      if (c.in_effect() || (c.at_us() >= history_start_us && c.at_us() <= in.window_end_us))
+        in.changes.push_back(std::move(c));
   // About 60 buckets over the window, at least 1 s each.
   in.bucket_us = std::max<int64_t>(1'000'000, (in.window_end_us - in.window_start_us) / 60);
   // Older than the local store: the timeline from the history TSDB. The

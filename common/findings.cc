@@ -90,6 +90,8 @@ std::string FormatEvidence(const v1::Evidence& ev) {
   } else if (c == "seconds_since_last_collective") {
     std::snprintf(buf, sizeof buf, "%.0f s without a completed collective", ev.peak_rate());
     line += buf;
+  } else if (c == "controller_audit") {
+    return StrCat(ev.entity(), " changed by an operator", ev.note().empty() ? "" : StrCat(" (", ev.note(), ")"));
   } else if (c == "applied_generation") {
     std::snprintf(buf, sizeof buf, "applied %.0f, desired %.0f", ev.peak_rate(), ev.total());
     line += buf;

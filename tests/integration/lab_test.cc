@@ -292,10 +292,26 @@ TEST(Lab, FlappingFabricLinkIsDrainedAutomaticallyAndTheJobRecovers) {
                                  "--run-dir", run_dir, "--timeline-every", "1",
                                  "--collector-arg=--auto-playbook", "--collector-arg=drain_flapping_link:link_flap",
                                  "--collector-arg=--playbooks-dir", "--collector-arg=" + source + "/playbooks/auto",
-                                 "--show", "playbook runs"},
+                                 "--show", "playbook runs", "--show", "fabric health --since 10m",
+                                 "--show", "job diagnose 4737 --window 10m --limit 20"},
                                 &out, &err),
             0)
       << out << err;
+  // The automatic drain is an operator change: in fabric health, in effect,
+  // by the remediation identity, and on the job's diagnosis.
+  const size_t health = out.find("$ rocefab fabric health");
+  ASSERT_NE(health, std::string::npos) << out;
+  const std::string changes = out.substr(health, out.find("$ rocefab job diagnose") - health);
+  EXPECT_NE(changes.find("operator changes"), std::string::npos) << changes;
+  auto line_with = [](const std::string& text, const std::string& a, const std::string& b) {
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      if (line.find(a) != std::string::npos && line.find(b) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(line_with(changes, "z1-rtsw07/Ethernet72", "in effect")) << changes;
+  const std::string diagnosis = out.substr(out.find("$ rocefab job diagnose"));
+  EXPECT_TRUE(line_with(diagnosis, "operator_change", "z1-rtsw07/Ethernet72")) << diagnosis;
   // When the drained config reached the switches.
   const size_t config = out.find("CONFIG 2 switch(es) now route by applied config (generation 2");
   ASSERT_NE(config, std::string::npos) << "no drain was applied:\n" << out;
