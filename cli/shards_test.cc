@@ -65,7 +65,7 @@ TEST(Shards, AHealthyVerdictNeverSaysNoAnomalyWhenAShardFoundOne) {
   *noticed.add_findings() = Finding("ecn_hotspot", "z2-ctsw01/Ethernet4", 0.3, "cause");
   const auto merged = MergeDiagnoses({quiet, noticed});
   EXPECT_EQ(merged.verdict().find("no anomaly"), std::string::npos) << merged.verdict();
-  EXPECT_NE(merged.verdict().find("1 anomaly(ies) on its paths did not slow it; top: ecn_hotspot"),
+  EXPECT_NE(merged.verdict().find("1 finding(s) on its paths did not slow it; top: ecn_hotspot"),
             std::string::npos)
       << merged.verdict();
 }

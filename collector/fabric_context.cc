@@ -71,6 +71,9 @@ std::vector<v1::OperatorChange> FabricContextSource::OperatorChanges() {
   std::lock_guard lock(mu_);
   std::vector<v1::OperatorChange> out;
   for (const v1::AuditEntry& e : audit_) {
+    // A recompile is the controller's own step inside a drain or start,
+    // which has its own entry.
+    if (e.action() == "compile") continue;
     v1::OperatorChange c;
     c.set_at_us(e.timestamp_us());
     c.set_who(e.who());

@@ -115,7 +115,9 @@ std::string FormatEvidence(const v1::Evidence& ev) {
         if (micros && c.find("pause") != std::string::npos && ev.note().empty())
           StrAppend(&parts, " (", static_cast<int>(std::min(ev.peak_rate() / 1e4, 100.0) + 0.5), "% of the time)");
       }
-      line += parts.empty() ? "no change" : parts;
+      // Nothing new in the latest reading: the counter is named, its note says why.
+      if (parts.empty()) line.pop_back();
+      line += parts;
     }
   }
   if (!ev.note().empty()) StrAppend(&line, " (", ev.note(), ")");
@@ -157,11 +159,11 @@ std::string ComposeVerdict(const v1::DiagnoseJobResponse& d) {
     else text += "in the window or the hour before it";
     StrAppend(&text, "; check that NCCL Inspector writes on its hosts (NCCL_PROFILER_PLUGIN=inspector, "
                      "NCCL_INSPECTOR_DUMP_DIR) and that their rocefab-hostd ship it (rocefab agents)");
-    if (top) StrAppend(&text, "; ", d.findings_size(), " anomaly(ies) on its paths, top: ", cause);
+    if (top) StrAppend(&text, "; ", d.findings_size(), " finding(s) on its paths, top: ", cause);
     return text;
   }
   return StrCat("HEALTHY", busbw.empty() ? "" : StrCat(": ", busbw), "; ",
-                top ? StrCat(d.findings_size(), " anomaly(ies) on its paths did not slow it; top: ", cause)
+                top ? StrCat(d.findings_size(), " finding(s) on its paths did not slow it; top: ", cause)
                     : "no anomaly on its paths");
 }
 

@@ -1,5 +1,7 @@
 #include "lab/runner.h"
 
+#include <wordexp.h>
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -172,10 +174,13 @@ class Daemons {
       argv->push_back(flag);
   }
   // The operator's certificate, as the CLI (and the Slurm scripts) take it.
+  // With a controller running, it is the CLI's controller too.
   std::map<std::string, std::string> CliEnv() const {
-    return {{"ROCEFAB_TLS_CA", pki() + "/ca.pem"},
-            {"ROCEFAB_TLS_CERT", pki() + "/lab-operator.pem"},
-            {"ROCEFAB_TLS_KEY", pki() + "/lab-operator.key"}};
+    std::map<std::string, std::string> env = {{"ROCEFAB_TLS_CA", pki() + "/ca.pem"},
+                                              {"ROCEFAB_TLS_CERT", pki() + "/lab-operator.pem"},
+                                              {"ROCEFAB_TLS_KEY", pki() + "/lab-operator.key"}};
+    if (!controller_address().empty()) env["ROCEFAB_CONTROLLER"] = controller_address();
+    return env;
   }
 
   // SIGTERM everything (agents first, collector last), then SIGKILL
@@ -548,16 +553,24 @@ int Run(const RunOptions& options) {
     // What an operator would type at this point, against the live collector.
     for (const std::string& command : options.show_commands) {
       std::vector<std::string> argv = {options.bin_dir + "/rocefab", "--collector", daemons.grpc()};
-      std::istringstream words(command);
-      for (std::string word; words >> word;) argv.push_back(word);
+      // The words as a shell would split them (quotes, no substitution).
+      wordexp_t words;
+      if (wordexp(command.c_str(), &words, WRDE_NOCMD) != 0) {
+        std::printf("\n$ rocefab %s\nrocefab-lab: --show: cannot split that command line\n", command.c_str());
+        continue;
+      }
+      for (size_t i = 0; i < words.we_wordc; ++i) argv.push_back(words.we_wordv[i]);
+      wordfree(&words);
       std::printf("\n$ rocefab %s\n", command.c_str());
       std::fflush(stdout);
       const std::string out_path = options.run_dir + "/logs/show.out";
       auto cli = Subprocess::Spawn({argv, daemons.CliEnv(), out_path, out_path});
       if (cli.ok()) {
-        (*cli)->Wait();
+        const int code = (*cli)->Wait();
         std::ifstream in(out_path);
         std::cout << in.rdbuf();
+        // Scripts and tests read the exit code here.
+        if (code != 0) std::cout << "(exit " << code << ")\n";
         std::fflush(stdout);
         std::filesystem::remove(out_path);
       }

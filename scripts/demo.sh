@@ -7,7 +7,11 @@
 # fabric's anomalies, the alerts they raised, the job's busbw, where the
 # pauses come from, and
 # `rocefab job diagnose 4711` naming the culprit with its evidence and
-# playbook. Last, the detectors are scored against the injected truth.
+# playbook. The fabric runs under rocefab-controllerd (ECMP), so the
+# operator's next steps work as docs/operations.md shows them: a drain's
+# preview (capacity per rack, the jobs it touches), the machine-run
+# playbooks and one's dry run, the config status. Last, the detectors are
+# scored against the injected truth.
 #
 # Usage: scripts/demo.sh BUILD_DIR [--keep]
 #   --keep   keep everything running after the scenario and print the endpoints
@@ -33,8 +37,12 @@ echo "== rocefab demo: lab/scenarios/demo.yaml (about 70 s)"
   --show "fabric health" \
   --show "alert list" \
   --show "job show 4711 --since 60s --bucket 10s" \
-  --show "counters --counter pfc_tx_pause_frames --since 30s --top 6" \
+  --show "pfc --nonzero --prio 3" \
   --show "job diagnose 4711 --window 2m" \
+  --show "drain link z1-rtsw03/Ethernet64 --reason uplink-check --dry-run" \
+  --show "playbook list" \
+  --show "playbook run drain_flapping_link --target z1-rtsw03/Ethernet64 --dry-run --topology $src/demo-run/topology.yaml" \
+  --show "config status" \
   "${extra[@]}"
 echo
 echo "== how the collector did against the injected fault (demo-run/truth.json)"

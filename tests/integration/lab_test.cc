@@ -424,5 +424,44 @@ TEST(Lab, ShardedCollectorsNameAZone2StormUnderAJobSpanningBothZones) {
   std::cout << "[sharded] " << verdict << "\n";
 }
 
+// The on-call guide's commands, as written, on the demo fabric: every
+// `$ rocefab ...` line of docs/operations.md runs against `make demo`'s
+// scenario, and exits 0, or with an error where the guide shows one.
+TEST(Lab, TheOnCallGuidesCommandsWorkOnTheDemoFabricAsWritten) {
+  const std::string source = ROCEFAB_SOURCE_DIR;
+  struct Step {
+    std::string command;
+    bool error_shown = false;  // the guide's next line is "rocefab: ..."
+  };
+  std::vector<Step> steps;
+  {
+    std::istringstream doc(testing::ReadFile(source + "/docs/operations.md"));
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(doc, line);) lines.push_back(line);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const size_t at = lines[i].find("$ rocefab ");
+      if (at == std::string::npos || lines[i].find_first_not_of(' ') != at) continue;
+      steps.push_back({lines[i].substr(at + 10), i + 1 < lines.size() && lines[i + 1].starts_with("rocefab: ")});
+    }
+  }
+  ASSERT_GE(steps.size(), 6u) << "the guide's commands were not found";
+  testing::TempDir dir;
+  std::vector<std::string> argv = {testing::BinDir() + "/rocefab-lab", "run", source + "/lab/scenarios/demo.yaml",
+                                   "--run-dir", dir / "run", "--timeline-every", "30"};
+  for (const Step& step : steps) argv.insert(argv.end(), {"--show", step.command});
+  std::string out, err;
+  ASSERT_EQ(testing::RunCommand(argv, &out, &err), 0) << out << err;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const std::string header = "$ rocefab " + steps[i].command + "\n";
+    const size_t from = out.find(header);
+    ASSERT_NE(from, std::string::npos) << steps[i].command << "\n" << out;
+    const size_t to = out.find("\n$ rocefab ", from + header.size());
+    const std::string shown = out.substr(from, to == std::string::npos ? std::string::npos : to - from);
+    const bool failed = shown.find("\n(exit ") != std::string::npos;
+    EXPECT_EQ(failed, steps[i].error_shown) << shown;
+    if (!steps[i].error_shown) EXPECT_EQ(shown.find("unknown command"), std::string::npos) << shown;
+  }
+}
+
 }  // namespace
 }  // namespace rocefab
