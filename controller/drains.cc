@@ -2,6 +2,7 @@
 // the switches whose config they change, whether or not a rollout runs.
 #include <set>
 
+#include "common/nearest.h"
 #include "common/strings.h"
 #include "common/topology.h"
 #include "controller/compiler.h"
@@ -57,14 +58,18 @@ absl::StatusOr<v1::DrainResponse> Controller::Drain(const v1::DrainRequest& requ
   std::vector<std::string> ports;
   if (request.kind() == "link") {
     if (topology_->LinkOfPort(request.name()) < 0) {
-      response.set_error(StrCat("no cabled port ", request.name(), " (give device/port)"));
-      return response;
+      // A name the topology does not know is a usage error, with what it
+      // does know nearby.
+      if (absl::Status known = topology_->CheckEntity(request.name()); !known.ok()) return known;
+      return absl::InvalidArgumentError(StrCat("no cabled port ", request.name(), " (give device/port)"));
     }
     ports.push_back(request.name());
   } else if (request.kind() == "switch") {
     if (topology_->FindSwitch(request.name()) == nullptr) {
-      response.set_error(StrCat("no switch ", request.name()));
-      return response;
+      std::vector<std::string> switches;
+      for (const auto& sw : topology_->proto().switches()) switches.push_back(sw.name());
+      return absl::InvalidArgumentError(
+          StrCat("no switch ", request.name(), " in the topology", NearestHint(request.name(), switches)));
     }
     // Its fabric ports only: hosts keep their single link.
     for (const auto& port : topology_->PortsOf(request.name())) {

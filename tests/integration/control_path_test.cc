@@ -198,6 +198,10 @@ TEST_F(ControlPath, PlanApplyStatusHistoryDrainAndAGateThatRollsBack) {
   EXPECT_NE(out.find("z1-rtsw01"), std::string::npos) << out;
   EXPECT_NE(out.find("50%"), std::string::npos) << out;
   EXPECT_NE(out.find("nothing changed"), std::string::npos) << out;
+  // A mistyped port: a usage error naming the nearest ports.
+  EXPECT_EQ(Cli({"drain", "link", "z1-rtsw01/Ethernet9", "--reason", "typo"}, &out, &err), 2);
+  EXPECT_NE(err.find("has no port 'Ethernet9' in the topology; nearest known: "), std::string::npos) << err;
+  EXPECT_NE(err.find("z1-rtsw01/Ethernet8"), std::string::npos) << err;
   // A port facing a host: refused, it is the NIC's only link.
   {
     const std::string nic = proto_.hosts(0).name() + "/" + proto_.hosts(0).nics(0).name();
