@@ -37,6 +37,48 @@ double Median(std::vector<double> v) {
   return (upper + *std::max_element(v.begin(), v.begin() + mid)) / 2;
 }
 
+// 1.4826 x the median absolute deviation: a standard deviation that one
+// outlier bucket does not inflate.
+double RobustSpread(const std::vector<double>& v) {
+  const double median = Median(v);
+  std::vector<double> deviations;
+  for (double x : v) deviations.push_back(std::abs(x - median));
+  return 1.4826 * Median(deviations);
+}
+
+// The most likely single change of level in `v` (least squares over every
+// split), when it is a drop: at least 5%, with a two-sample t statistic of
+// at least 4 (stricter than a fixed split's 2, since the split is chosen
+// as the best of many).
+struct Drop {
+  bool found = false;
+  size_t at = 0;  // first index after the change
+};
+Drop FindDrop(const std::vector<double>& v) {
+  const size_t n = v.size();
+  constexpr size_t kMinSide = 3;
+  if (n < 2 * kMinSide) return {};
+  std::vector<double> sum(n + 1, 0), sq(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) sum[i + 1] = sum[i] + v[i], sq[i + 1] = sq[i] + v[i] * v[i];
+  auto sse = [&](size_t from, size_t to) {
+    const double k = static_cast<double>(to - from), s = sum[to] - sum[from];
+    return (sq[to] - sq[from]) - s * s / k;
+  };
+  size_t best = 0;
+  double best_cost = 0;
+  for (size_t k = kMinSide; k + kMinSide <= n; ++k) {
+    const double cost = sse(0, k) + sse(k, n);
+    if (best == 0 || cost < best_cost) best = k, best_cost = cost;
+  }
+  const double k = static_cast<double>(best), rest = static_cast<double>(n - best);
+  const double m1 = sum[best] / k, m2 = (sum[n] - sum[best]) / rest;
+  if (m1 <= 0 || m1 - m2 < 0.05 * m1) return {};
+  const double variance = std::max(best_cost, 0.0) / static_cast<double>(n - 2);
+  const double t = variance > 0 ? (m1 - m2) / std::sqrt(variance * (1 / k + 1 / rest)) : INFINITY;
+  if (t < 4) return {};
+  return {true, best};
+}
+
 double SeverityFactor(v1::Severity s) {
   switch (s) {
     case v1::SEVERITY_CRITICAL: return 1.0;
@@ -164,8 +206,18 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
     return false;
   };
 
-  // The baseline: the job's healthy buckets before the window, never the
-  // window itself, so a short window cannot make a slowdown its own norm.
+  // The baseline is the job's level before what is judged, never the
+  // judged period itself, so a short window cannot make a slowdown its norm:
+  //  1. the level before a drop in its series (history, then the window);
+  //  2. else its healthy buckets before the window;
+  //  3. else the regression detector's healthy level.
+  std::vector<double> series;
+  std::vector<int64_t> series_us;
+  for (const auto* points : {&in.history, &in.timeline})
+    for (const auto& p : *points)
+      if (p.op() == op && p.records() > 0) series.push_back(p.mean_busbw_gbs()), series_us.push_back(p.start_us());
+  const Drop drop = FindDrop(series);
+  int64_t drop_us = 0;
   std::vector<double> before;
   int64_t before_from_us = 0;
   for (const auto& p : in.history)
@@ -175,12 +227,15 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
     }
   double spread = -1;  // robust standard deviation of the baseline; <0 unknown
   constexpr size_t kMinBaselineBuckets = 3;
-  if (before.size() >= kMinBaselineBuckets) {
-    const double median = Median(before);
-    std::vector<double> deviations;
-    for (double v : before) deviations.push_back(std::abs(v - median));
-    spread = 1.4826 * Median(deviations);
-    out.set_baseline_busbw_gbs(median);
+  if (drop.found) {
+    const std::vector<double> pre(series.begin(), series.begin() + static_cast<std::ptrdiff_t>(drop.at));
+    drop_us = series_us[drop.at];
+    spread = RobustSpread(pre);
+    out.set_baseline_busbw_gbs(Median(pre));
+    out.set_baseline_from(StrCat("its ", pre.size(), " buckets before a drop at ", FormatUtcTimeOfDay(drop_us)));
+  } else if (before.size() >= kMinBaselineBuckets) {
+    spread = RobustSpread(before);
+    out.set_baseline_busbw_gbs(Median(before));
     out.set_baseline_from(StrCat("its ", before.size(), " healthy buckets since ", FormatUtcTimeOfDay(before_from_us)));
   } else {
     // A job younger than the window: the regression detector's healthy
@@ -237,6 +292,8 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
         run_start_us = 0;
       }
     }
+    // A drop found in the series began the slowdown, maybe before the window.
+    if (drop_us != 0 && run_start_us != 0) run_start_us = std::min(run_start_us, drop_us);
     if (run_start_us != 0 && out.recent_busbw_gbs() < floor) {
       v1::DegradedInterval* d = out.add_degraded();
       d->set_start_us(run_start_us);

@@ -186,6 +186,61 @@ TEST(DiagnoseVerdictTest, ATwentyPercentDropTheDetectorsHaveNotCalledIsDegradedN
   EXPECT_NE(d.verdict().find("no fabric cause on its paths"), std::string::npos) << d.verdict();
 }
 
+// The controlled lab's case: a job younger than the window loses 20% a
+// quarter of the way in, and no detector has called it. Its own first
+// buckets, before the drop, are the baseline.
+TEST(DiagnoseVerdictTest, AJobYoungerThanTheWindowIsJudgedAgainstItsLevelBeforeTheDrop) {
+  Window w = ShortWindow();
+  w.in.history.clear();
+  w.in.window_start_us = w.t - 60'000'000;
+  w.in.job.set_start_us(w.in.window_start_us);
+  w.in.timeline = Buckets(w.in.window_start_us, w.in.window_start_us + 15'000'000, 109.2);
+  const auto slow = Buckets(w.in.window_start_us + 15'000'000, w.t, 87.9);
+  w.in.timeline.insert(w.in.timeline.end(), slow.begin(), slow.end());
+  const v1::DiagnoseJobResponse d = Diagnose(w.in);
+  EXPECT_EQ(d.state(), "degraded") << d.verdict();
+  EXPECT_NEAR(d.baseline_busbw_gbs(), 109.2, 0.6);
+  EXPECT_NE(d.baseline_from().find("before a drop at"), std::string::npos) << d.baseline_from();
+  ASSERT_EQ(d.degraded_size(), 1);
+  EXPECT_EQ(d.degraded(0).start_us(), w.in.window_start_us + 15'000'000) << "the drop's own bucket";
+}
+
+// The slowdown began before a short window, with no detector interval to
+// leave out of the history: the drop in the series still separates them.
+TEST(DiagnoseVerdictTest, AnUncalledSlowdownInTheHistoryDoesNotBecomeItsBaseline) {
+  Window w = ShortWindow();
+  w.in.history = Buckets(w.t - 300'000'000, w.t - 45'000'000, 109.2);
+  const auto slow = Buckets(w.t - 45'000'000, w.in.window_start_us, 87.9);
+  w.in.history.insert(w.in.history.end(), slow.begin(), slow.end());
+  w.in.timeline = Buckets(w.in.window_start_us, w.t, 87.9);
+  const v1::DiagnoseJobResponse d = Diagnose(w.in);
+  EXPECT_EQ(d.state(), "degraded") << d.verdict();
+  EXPECT_NEAR(d.busbw_ratio(), 87.9 / 109.2, 0.01);
+  EXPECT_NE(d.verdict().find("(before the window)"), std::string::npos) << d.verdict();
+}
+
+// Generated healthy runs (seeded noise of a few percent, no change): never
+// a drop, never degraded.
+TEST(DiagnoseVerdictTest, NoisyHealthyRunsAreNeverCalledDegraded) {
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    Window w = ShortWindow();
+    uint64_t x = seed * 2654435761u;
+    auto noisy = [&](std::vector<v1::JobTimelinePoint> points, double level, double noise) {
+      for (auto& p : points) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        const double u = static_cast<double>(x >> 11) / static_cast<double>(1ULL << 53);  // [0, 1)
+        p.set_mean_busbw_gbs(level * (1 + noise * (2 * u - 1)));
+      }
+      return points;
+    };
+    const double level = 50 + seed * 5, noise = 0.01 * (1 + seed % 4);
+    w.in.history = noisy(Buckets(w.t - 300'000'000, w.in.window_start_us, 0), level, noise);
+    w.in.timeline = noisy(Buckets(w.in.window_start_us, w.t, 0), level, noise);
+    const v1::DiagnoseJobResponse d = Diagnose(w.in);
+    EXPECT_EQ(d.state(), "healthy") << "seed " << seed << ": " << d.verdict();
+  }
+}
+
 TEST(DiagnoseVerdictTest, ALevelWithinTheBaselinesOwnSpreadIsHealthy) {
   Window w = ShortWindow();
   w.in.timeline = Buckets(w.in.window_start_us, w.t, 108.9);
