@@ -143,6 +143,41 @@ int RunJobEnd(const GlobalOptions& g, const JobOptions& o, std::ostream& out, st
   return 0;
 }
 
+Table JobShowTable(const v1::JobTimelineResponse& response, int64_t bucket_us, int64_t now_us, int* stalls) {
+  Table table({"TIME", "COLLECTIVE", "RANKS", "RECORDS", "BUSBW GB/S (MEAN)", "SLOWEST RANK (ITS BUSBW)",
+               "MAX KERNEL MS"});
+  *stalls = 0;
+  if (response.points().empty() || bucket_us <= 0) return table;
+  // Buckets with no record at all, from the first one up to the last whole
+  // bucket of the job's life: nothing completed, a stall.
+  const int64_t life_end_us = response.job().end_us() ? std::min(now_us, response.job().end_us()) : now_us;
+  const int64_t last_whole_us = life_end_us - life_end_us % bucket_us - bucket_us;
+  std::set<int64_t> with_records;
+  for (const auto& p : response.points()) with_records.insert(p.start_us());
+  char mean[32], slowest[96], exec[32];
+  int64_t next_us = response.points(0).start_us();
+  auto add_stalls_until = [&](int64_t until_us) {
+    for (; next_us < until_us; next_us += bucket_us)
+      if (!with_records.count(next_us)) {
+        table.AddRow({Ago(now_us, next_us), "STALL", "0", "0", "-", "no collective completed", "-"});
+        ++*stalls;
+      }
+  };
+  for (const auto& p : response.points()) {
+    add_stalls_until(p.start_us());
+    next_us = std::max(next_us, p.start_us() + bucket_us);
+    std::snprintf(mean, sizeof mean, "%.1f", p.mean_busbw_gbs());
+    const std::string who = !p.slowest_rank_at().empty() ? p.slowest_rank_at()
+                            : p.has_slowest_rank()       ? StrCat("rank ", p.slowest_rank())
+                                                         : "-";
+    std::snprintf(slowest, sizeof slowest, "%s (%.1f GB/s)", who.c_str(), p.min_busbw_gbs());
+    std::snprintf(exec, sizeof exec, "%.2f", p.max_exec_time_us() / 1000);
+    table.AddRow({Ago(now_us, p.start_us()), p.op(), StrCat(p.ranks()), StrCat(p.records()), mean, slowest, exec});
+  }
+  add_stalls_until(last_whole_us + 1);
+  return table;
+}
+
 int RunJobShow(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err) {
   auto since = ParseDurationUs(o.since);
   if (!since.ok()) {
@@ -181,38 +216,10 @@ int RunJobShow(const GlobalOptions& g, const JobOptions& o, std::ostream& out, s
         << " (is rocefab-hostd following its NCCL Inspector logs?)\n";
     return 1;
   }
-  Table table({"TIME", "COLLECTIVE", "RANKS", "RECORDS", "BUSBW GB/S (MEAN)", "SLOWEST RANK (ITS BUSBW)",
-               "MAX KERNEL MS"});
   const int64_t now = response.now_us() ? response.now_us() : SystemClock::Instance().NowUs();
-  // Buckets with no record at all, from the first one up to the last whole
-  // bucket of the job's life: nothing completed, a stall.
-  const int64_t bucket_us = static_cast<int64_t>(request.bucket_seconds()) * 1'000'000;
-  const int64_t life_end_us = response.job().end_us() ? std::min(now, response.job().end_us()) : now;
-  const int64_t last_whole_us = life_end_us - life_end_us % bucket_us - bucket_us;
-  std::set<int64_t> with_records;
-  for (const auto& p : response.points()) with_records.insert(p.start_us());
-  char mean[32], slowest[96], exec[32];
   int stalls = 0;
-  int64_t next_us = response.points(0).start_us();
-  auto add_stalls_until = [&](int64_t until_us) {
-    for (; next_us < until_us; next_us += bucket_us)
-      if (!with_records.count(next_us)) {
-        table.AddRow({Ago(now, next_us), "STALL", "0", "0", "-", "no collective completed", "-"});
-        ++stalls;
-      }
-  };
-  for (const auto& p : response.points()) {
-    add_stalls_until(p.start_us());
-    next_us = std::max(next_us, p.start_us() + bucket_us);
-    std::snprintf(mean, sizeof mean, "%.1f", p.mean_busbw_gbs());
-    const std::string who = !p.slowest_rank_at().empty() ? p.slowest_rank_at()
-                            : p.has_slowest_rank()       ? StrCat("rank ", p.slowest_rank())
-                                                         : "-";
-    std::snprintf(slowest, sizeof slowest, "%s (%.1f GB/s)", who.c_str(), p.min_busbw_gbs());
-    std::snprintf(exec, sizeof exec, "%.2f", p.max_exec_time_us() / 1000);
-    table.AddRow({Ago(now, p.start_us()), p.op(), StrCat(p.ranks()), StrCat(p.records()), mean, slowest, exec});
-  }
-  add_stalls_until(last_whole_us + 1);
+  const Table table =
+      JobShowTable(response, static_cast<int64_t>(request.bucket_seconds()) * 1'000'000, now, &stalls);
   table.Print(out);
   if (stalls > 0)
     out << stalls << " bucket(s) of " << o.bucket << " with no collective record: the job stalled there "

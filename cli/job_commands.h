@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "cli/commands.h"
+#include "cli/table.h"
 #include "rocefab/v1/jobs.pb.h"
 
 namespace rocefab::cli {
@@ -28,6 +29,11 @@ absl::StatusOr<v1::Job> ParseRanksFile(std::string_view text, std::string_view s
 // NIC of GPU g is the topology's NIC with that gpu, else mlx5_<g>.
 absl::StatusOr<v1::Job> RanksFromHostlist(const std::string& hostlist, uint32_t gpus_per_host,
                                           const std::string& topology_path);
+
+// job show's table: one row per bucket and collective, the slowest rank as
+// host/gpuN with its busbw, and a STALL row for each whole bucket of the
+// job's life with no record. `*stalls` counts those rows.
+Table JobShowTable(const v1::JobTimelineResponse& response, int64_t bucket_us, int64_t now_us, int* stalls);
 
 int RunJobStart(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err);
 int RunJobEnd(const GlobalOptions& g, const JobOptions& o, std::ostream& out, std::ostream& err);

@@ -4,6 +4,8 @@
 
 #include "cli/commands.h"
 
+#include <sstream>
+
 namespace rocefab::cli {
 namespace {
 
@@ -56,6 +58,50 @@ TEST(ExitCodeFor, ScriptsCanTellUnreachableFromRefusedFromNotFound) {
   EXPECT_EQ(ExitCodeFor(grpc::Status(grpc::StatusCode::UNAVAILABLE, "")), kExitUnreachable);
   EXPECT_EQ(ExitCodeFor(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "")), kExitUnreachable);
   EXPECT_EQ(ExitCodeFor(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "")), kExitDenied);
+}
+
+}  // namespace
+}  // namespace rocefab::cli
+
+namespace rocefab::cli {
+namespace {
+
+TEST(JobShowTable, BucketsWithoutRecordsAreStallsAndTheSlowestRankIsNamed) {
+  v1::JobTimelineResponse response;
+  const int64_t bucket = 5'000'000, t0 = 1'800'000'000'000'000;
+  for (int64_t start : {t0, t0 + bucket, t0 + 5 * bucket}) {  // a 15 s hole after the second
+    auto* p = response.add_points();
+    p->set_start_us(start);
+    p->set_op("AllReduce");
+    p->set_records(64);
+    p->set_ranks(8);
+    p->set_mean_busbw_gbs(140);
+    p->set_min_busbw_gbs(131.5);
+    p->set_slowest_rank(5);
+    p->set_slowest_rank_at("z1-r02-h1/gpu5");
+  }
+  int stalls = 0;
+  const int64_t now = t0 + 6 * bucket + 1'000'000;  // in the 7th bucket: the 6th is the last whole one
+  std::ostringstream out;
+  JobShowTable(response, bucket, now, &stalls).Print(out);
+  EXPECT_EQ(stalls, 3) << out.str();
+  EXPECT_NE(out.str().find("z1-r02-h1/gpu5 (131.5 GB/s)"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("STALL"), std::string::npos) << out.str();
+  // An ended job: no stall after its end.
+  response.mutable_job()->set_end_us(t0 + 6 * bucket);
+  JobShowTable(response, bucket, now + 60'000'000, &stalls);
+  EXPECT_EQ(stalls, 3);
+  // Records up to now: no stall.
+  response.mutable_points()->DeleteSubrange(2, 1);
+  for (int64_t start : {t0 + 2 * bucket, t0 + 3 * bucket, t0 + 4 * bucket, t0 + 5 * bucket}) {
+    auto* p = response.add_points();
+    p->set_start_us(start);
+    p->set_op("AllReduce");
+    p->set_records(1);
+  }
+  response.mutable_job()->set_end_us(0);
+  JobShowTable(response, bucket, now, &stalls);
+  EXPECT_EQ(stalls, 0);
 }
 
 }  // namespace

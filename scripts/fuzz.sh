@@ -54,18 +54,19 @@ run_one() {
   return 0
 }
 
-# Adds to fuzz/corpus/<name> the campaign's inputs that reach new coverage.
+# Adds to fuzz/corpus/<name> the campaign's inputs that reach coverage the
+# committed corpus does not (libFuzzer's -merge=1 into a copy of it keeps
+# the committed inputs and adds only those).
 merge_one() {
   local name=$1 merged f base added=0
   merged=$(mktemp -d)
-  "$build/fuzz/${name}_fuzz" -merge=1 -max_len="$max_len" "$merged" "$src/fuzz/corpus/$name" "$build/corpus/$name" \
+  cp -r "$src/fuzz/corpus/$name/." "$merged/" 2>/dev/null || true
+  "$build/fuzz/${name}_fuzz" -merge=1 -max_len="$max_len" "$merged" "$build/corpus/$name" \
     >"$build/logs/$name.merge.log" 2>&1
   for f in "$merged"/*; do
-    [ -e "$f" ] || continue
     base=$(basename "$f")
-    if ! cmp -s "$f" "$src/fuzz/corpus/$name/$base" 2>/dev/null && ! ls "$src/fuzz/corpus/$name" | grep -q "$base"; then
-      cp "$f" "$src/fuzz/corpus/$name/cov-$base" && added=$((added + 1))
-    fi
+    [ -e "$src/fuzz/corpus/$name/$base" ] && continue
+    cp "$f" "$src/fuzz/corpus/$name/cov-$base" && added=$((added + 1))
   done
   rm -rf "$merged"
   echo "fuzz: $name: $added input(s) with new coverage added to fuzz/corpus/$name"
