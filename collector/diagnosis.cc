@@ -100,6 +100,7 @@ Footprint JobFootprint(const Topology* topology, const v1::Job& job, const std::
   for (const auto& r : job.ranks()) {
     fp.hosts.insert(r.host());
     fp.ports.insert(StrCat(r.host(), "/", r.nic()));
+    fp.nic_links.insert(StrCat(r.host(), "/", r.nic()));
   }
   if (topology == nullptr) return fp;
   fp.topology_known = true;
@@ -117,6 +118,7 @@ Footprint JobFootprint(const Topology* topology, const v1::Job& job, const std::
     if (link < 0) continue;
     const std::string& peer = topology->PeerOf(link, nic);
     fp.ports.insert(peer);
+    fp.nic_links.insert(peer);
     rtsws.insert(EntityDevice(peer));
   }
   for (const auto& h : fp.hosts)
@@ -162,17 +164,11 @@ bool Touches(const Footprint& fp, const v1::Anomaly& a, const std::string& job_i
   return !fp.topology_known && fp.hosts.count(device) == 0 && !e.empty();
 }
 
-bool Touches(const Topology* topology, const Footprint& fp, const v1::OperatorChange& change) {
+bool Touches(const Footprint& fp, const v1::OperatorChange& change) {
   const std::string& a = change.action();
   if (!a.starts_with("drain") && a != "undrain") return true;  // a rollout reaches every switch
   const std::string& target = change.target();
-  if (fp.ports.count(target) || fp.devices.count(target)) return true;
-  // A drained fabric link is out of the footprint: its ends tell.
-  if (topology != nullptr) {
-    const int link = topology->LinkOfPort(target);
-    if (link >= 0 && fp.devices.count(EntityDevice(topology->PeerOf(link, target)))) return true;
-  }
-  return fp.devices.count(EntityDevice(target)) > 0;
+  return fp.ports.count(target) > 0 || fp.devices.count(target) > 0 || fp.devices.count(EntityDevice(target)) > 0;
 }
 
 v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
@@ -361,14 +357,12 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
     f.set_end_us(c.in_effect() ? 0 : c.at_us());
     f.set_role("cause");
     f.set_playbook(PlaybookFor("operator_change"));
-    bool host_port = false;
-    for (const auto& r : in.job.ranks())
-      host_port |= c.target() == StrCat(r.host(), "/", r.nic()) || in.footprint.ports.count(c.target()) > 0;
+    if (!Touches(in.footprint, c)) continue;
+    const bool nic_link = in.footprint.nic_links.count(c.target()) > 0;
     const bool drain = c.action().starts_with("drain");
     // A drain that cuts one of the job's NICs off is near certain; a
     // capacity or config change on its paths is a suspect.
-    double base = drain && host_port && c.in_effect() ? 0.97 : drain ? 0.5 : c.action() == "undrain" ? 0.3 : 0.45;
-    if (!Touches(nullptr, in.footprint, c) && !host_port) continue;
+    double base = drain && nic_link && c.in_effect() ? 0.97 : drain ? 0.5 : c.action() == "undrain" ? 0.3 : 0.45;
     if (out.degraded_size() > 0) {
       double best = 0.6;
       for (const auto& d : out.degraded()) {

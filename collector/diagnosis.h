@@ -25,6 +25,7 @@ struct Footprint {
   std::unordered_set<std::string> ports;    // "dev/port", both ends of every link
   std::unordered_set<std::string> devices;  // switches
   std::unordered_set<std::string> hosts;
+  std::unordered_set<std::string> nic_links;  // its NICs and the switch ports facing them
 };
 
 Footprint JobFootprint(const Topology* topology, const v1::Job& job, const std::set<std::string>& drained);
@@ -36,9 +37,10 @@ bool Touches(const Footprint& fp, const v1::Anomaly& a, const std::string& job_i
 std::string PlaybookFor(const std::string& kind);
 
 // Whether an operator's change concerns the job with footprint `fp`: a
-// drain of one of its ports or switches (or of an uplink of one of its
-// switches), or a rollout (every switch).
-bool Touches(const Topology* topology, const Footprint& fp, const v1::OperatorChange& change);
+// drain of one of its ports or switches (or of a port of one of its
+// switches, such as a drained uplink, which the footprint leaves out), or a
+// rollout (every switch).
+bool Touches(const Footprint& fp, const v1::OperatorChange& change);
 
 // Kinds that describe how a job suffers rather than what is wrong.
 bool IsJobSymptomKind(const std::string& kind);

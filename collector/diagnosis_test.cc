@@ -287,6 +287,15 @@ TEST(DiagnoseVerdictTest, AForcedDrainOfTheJobsNicPortIsTheTopCauseWithWhoAndWhy
   w.in.changes = {drain, other_rack};
   const v1::DiagnoseJobResponse d = Diagnose(w.in);
   EXPECT_EQ(d.state(), "stalled");
+  // One of its rack's uplinks drained: on its paths, a suspect, not certain.
+  v1::OperatorChange uplink = drain;
+  uplink.set_target("z1-rtsw01/Ethernet8");
+  uplink.set_action("drain");
+  w.in.changes.push_back(uplink);
+  const v1::DiagnoseJobResponse with_uplink = Diagnose(w.in);
+  ASSERT_EQ(with_uplink.findings_size(), 2);
+  EXPECT_EQ(with_uplink.findings(0).entity(), "z1-rtsw02/Ethernet0");
+  EXPECT_LE(with_uplink.findings(1).confidence(), 0.5);
   ASSERT_EQ(d.findings_size(), 1) << "the other rack's drain is not on its paths";
   EXPECT_EQ(d.findings(0).kind(), "operator_change");
   EXPECT_EQ(d.findings(0).entity(), "z1-rtsw02/Ethernet0");
