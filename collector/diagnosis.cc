@@ -79,6 +79,22 @@ Drop FindDrop(const std::vector<double>& v) {
   return {true, best};
 }
 
+// Timing: a cause starts when the job's trouble starts. 1 when [start,
+// end) began from 5 s after to `lead_us` before a degraded interval, 0.85
+// when it only overlaps one, 0.6 otherwise; 1 with no degraded interval.
+double TimingFactor(const v1::DiagnoseJobResponse& out, int64_t start_us, int64_t end_us, int64_t window_end_us,
+                    int64_t lead_us) {
+  if (out.degraded_size() == 0) return 1;
+  double best = 0.6;
+  for (const auto& d : out.degraded()) {
+    const int64_t lead = d.start_us() - start_us;
+    const bool overlaps = start_us <= (d.end_us() ? d.end_us() : window_end_us) && (end_us == 0 || end_us >= d.start_us());
+    if (lead >= -5'000'000 && lead <= lead_us) best = 1.0;
+    else if (overlaps) best = std::max(best, 0.85);
+  }
+  return best;
+}
+
 double SeverityFactor(v1::Severity s) {
   switch (s) {
     case v1::SEVERITY_CRITICAL: return 1.0;
@@ -331,18 +347,7 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
     const bool symptom = a.caused_by() != 0 && by_id.count(a.caused_by());
     if (symptom) c *= 0.35;
     f.set_role(symptom ? "symptom" : "cause");
-    // Timing: a cause starts when the job's trouble starts.
-    if (out.degraded_size() > 0) {
-      double best = 0.6;
-      for (const auto& d : out.degraded()) {
-        const int64_t lead = d.start_us() - a.start_us();
-        const bool overlaps = a.start_us() <= (d.end_us() ? d.end_us() : in.window_end_us) &&
-                              (a.end_us() == 0 || a.end_us() >= d.start_us());
-        if (lead >= -5'000'000 && lead <= 10'000'000) best = 1.0;
-        else if (overlaps) best = std::max(best, 0.85);
-      }
-      c *= best;
-    }
+    c *= TimingFactor(out, a.start_us(), a.end_us(), in.window_end_us, 10'000'000);
     f.set_confidence(std::clamp(c, 0.0, 0.99));
     findings.push_back(std::move(f));
   }
@@ -363,14 +368,8 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
     // A drain that cuts one of the job's NICs off is near certain; a
     // capacity or config change on its paths is a suspect.
     double base = drain && nic_link && c.in_effect() ? 0.97 : drain ? 0.5 : c.action() == "undrain" ? 0.3 : 0.45;
-    if (out.degraded_size() > 0) {
-      double best = 0.6;
-      for (const auto& d : out.degraded()) {
-        const int64_t lead = d.start_us() - c.at_us();
-        if (lead >= -5'000'000 && lead <= 30'000'000) best = 1.0;
-      }
-      base *= best;
-    }
+    // A change lasts as long as it is in effect.
+    base *= TimingFactor(out, c.at_us(), c.in_effect() ? 0 : c.at_us(), in.window_end_us, 30'000'000);
     f.set_confidence(std::clamp(base, 0.0, 0.99));
     f.set_summary(StrCat(c.action(), " of ", c.target(), " by ", c.who(), " at ", FormatUtcTimeOfDay(c.at_us()),
                          c.why().empty() ? "" : StrCat(": ", c.why()),
