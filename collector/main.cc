@@ -43,14 +43,14 @@ int main(int argc, char** argv) {
       "Flags override the config file; the config file overrides the defaults."};
   app.get_formatter()->column_width(36);
   std::string config_path, listen = "0.0.0.0:9410", db = "/var/lib/rocefab/collector.db",
-                           metrics_listen = "0.0.0.0:9411", retention_text = "7d", log_level = "info";
+                           retention_text = "7d", log_level = "info";
   app.add_option("--config", config_path, "YAML config file (keys: see deploy/config/collectord.yaml)")
       ->check(CLI::ExistingFile);
   app.add_option("--listen", listen, "gRPC address for agents and the CLI (port 0 picks one)")
       ->capture_default_str();
   app.add_option("--db", db, "SQLite database file")->capture_default_str();
-  app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address")
-      ->capture_default_str();
+  MetricsFlags metrics_flags{.listen = "0.0.0.0:9411"};
+  AddMetricsFlags(app, &metrics_flags, "Prometheus /metrics address");
   app.add_option("--retention", retention_text, "how long samples are kept, e.g. 7d, 12h")
       ->capture_default_str();
   std::string topology_path, controller;
@@ -88,11 +88,6 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
   SecurityFlags security;
   AddSecurityFlags(app, &security, /*serves_rpcs=*/true);
-  std::string metrics_web_config;
-  app.add_option("--metrics-web-config", metrics_web_config,
-                 "TLS and basic auth for /metrics: an exporter-toolkit web config file "
-                 "(tls_server_config, basic_auth_users), as node_exporter's --web.config.file")
-      ->check(CLI::ExistingFile);
   if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
 
   constexpr char kProgram[] = "rocefab-collectord";
@@ -101,13 +96,13 @@ int main(int argc, char** argv) {
   v1::CollectordConfig config;
   config.set_listen(listen);
   config.set_db(db);
-  config.set_metrics_listen(metrics_listen);
+  config.set_metrics_listen(metrics_flags.listen);
   if (auto status = LoadConfigIfGiven(config_path, &config); !status.ok())
     return UsageError(kProgram, status);
   if (app.count("--listen")) config.set_listen(listen);
-  if (!metrics_web_config.empty()) config.set_metrics_web_config(metrics_web_config);
+  if (!metrics_flags.web_config.empty()) config.set_metrics_web_config(metrics_flags.web_config);
   if (app.count("--db")) config.set_db(db);
-  if (app.count("--metrics-listen")) config.set_metrics_listen(metrics_listen);
+  if (app.count("--metrics-listen")) config.set_metrics_listen(metrics_flags.listen);
   if (app.count("--topology")) config.set_topology(topology_path);
   if (app.count("--controller")) config.set_controller(controller);
   for (const auto& url : alertmanagers) config.mutable_alerting()->add_alertmanager_urls(url);
@@ -259,14 +254,12 @@ int main(int argc, char** argv) {
                                        clock);
   (*alerter)->SetOnFiring([&remediator](const v1::Alert& a) { remediator.OnFiring(a); });
 
-  auto metrics_server = MetricsServer::Start(config.metrics_listen(), config.metrics_web_config());
+  auto metrics_server = StartMetrics(config.metrics_listen(), config.metrics_web_config(), config.tls(),
+                                     {registry, latest, diagnosis_metrics});
   if (!metrics_server.ok()) {
     std::cerr << "rocefab-collectord: " << metrics_server.status().message() << "\n";
     return 1;
   }
-  (*metrics_server)->Register(registry);
-  (*metrics_server)->Register(latest);
-  (*metrics_server)->Register(diagnosis_metrics);
 
   context.Start();
   (*alerter)->Start();

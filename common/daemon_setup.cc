@@ -100,3 +100,27 @@ int UsageError(std::string_view program, const absl::Status& status) {
 }
 
 }  // namespace rocefab
+
+namespace rocefab {
+
+void AddMetricsFlags(CLI::App& app, MetricsFlags* flags, const std::string& listen_help) {
+  app.add_option("--metrics-listen", flags->listen, listen_help)->capture_default_str();
+  app.add_option("--metrics-web-config", flags->web_config,
+                 "TLS and basic auth for /metrics: an exporter-toolkit web config file "
+                 "(tls_server_config, basic_auth_users), as node_exporter's --web.config.file")
+      ->check(CLI::ExistingFile);
+}
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> StartMetrics(
+    const std::string& listen, const std::string& web_config, const v1::TlsSettings& tls,
+    const std::vector<std::shared_ptr<prometheus::Collectable>>& collectables) {
+  if (listen.empty()) return std::unique_ptr<MetricsServer>();
+  const std::chrono::seconds reload(
+      tls.has_reload_interval() && tls.reload_interval().seconds() > 0 ? tls.reload_interval().seconds() : 60);
+  auto server = MetricsServer::Start(listen, web_config, reload);
+  if (!server.ok()) return server.status();
+  for (const auto& collectable : collectables) (*server)->Register(collectable);
+  return server;
+}
+
+}  // namespace rocefab

@@ -3,6 +3,7 @@
 // YAML config file, and flag-or-config durations. Errors come back as
 // statuses whose message is ready to print after "<program>: ".
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/status/statusor.h"
+#include "common/metrics.h"
 #include "google/protobuf/duration.pb.h"
 #include "google/protobuf/message.h"
 #include "rocefab/v1/config.pb.h"
@@ -45,6 +47,20 @@ void AddSecurityFlags(CLI::App& app, SecurityFlags* flags, bool serves_rpcs);
 // Plaintext logs a warning. `config_has_tls` is whether the file had a tls key.
 absl::Status ResolveSecurity(const SecurityFlags& flags, bool config_has_tls, v1::TlsSettings* tls,
                              v1::AuthorizationConfig* authorization);
+
+// --metrics-listen and --metrics-web-config, for a daemon that serves
+// Prometheus /metrics.
+struct MetricsFlags {
+  std::string listen;
+  std::string web_config;
+};
+void AddMetricsFlags(CLI::App& app, MetricsFlags* flags, const std::string& listen_help);
+// Serves `collectables` on /metrics at `listen` with the exporter-toolkit
+// `web_config` (TLS, basic auth), re-reading its certificate every
+// tls.reload_interval as the gRPC side does. Null when `listen` is empty.
+absl::StatusOr<std::unique_ptr<MetricsServer>> StartMetrics(
+    const std::string& listen, const std::string& web_config, const v1::TlsSettings& tls,
+    const std::vector<std::shared_ptr<prometheus::Collectable>>& collectables);
 
 // Parses the command line like CLI11_PARSE, but every parse error exits 2
 // (help and version exit 0), so systemd's RestartPreventExitStatus=2 covers

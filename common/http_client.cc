@@ -56,6 +56,9 @@ HttpResult Perform(const std::string& url, const std::string* body, const HttpPo
     curl_easy_setopt(curl, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
     curl_easy_setopt(curl, CURLOPT_USERPWD, options.basic_auth.c_str());
   }
+  if (!options.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options.ca_file.c_str());
+  if (!options.cert_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLCERT, options.cert_file.c_str());
+  if (!options.key_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLKEY, options.key_file.c_str());
   const CURLcode rc = curl_easy_perform(curl);
   if (rc != CURLE_OK) result.error = curl_easy_strerror(rc);
   else curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &result.status);

@@ -24,6 +24,9 @@ struct HttpPostOptions {
   long timeout_ms = 5000;
   std::string basic_auth;            // "user:password", or empty
   size_t max_body_bytes = 4096;      // of the response kept
+  // https:// only: the CA that signs the server (empty: the system's), and
+  // a client certificate and key to present (empty: none).
+  std::string ca_file, cert_file, key_file;
 };
 
 HttpResult HttpPost(const std::string& url, const std::string& body, const HttpPostOptions& options);

@@ -7,38 +7,45 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 
-namespace prometheus {
-class Exposer;
-}
-
 namespace rocefab {
 
 class MetricsServer final {
  public:
-  // Listens on `listen` ("host:port"; port 0 picks one). With `web_config`
-  // (the path of an exporter-toolkit web config, v1::WebConfig), asks for
-  // basic auth as that file says. Its tls_server_config is refused: the
-  // HTTP server under prometheus-cpp cannot serve TLS here. Fails with a clear
-  // message when the address is taken or malformed, or the file is wrong.
-  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& listen,
-                                                             const std::string& web_config = "");
+  // Listens on `listen` ("host:port"; port 0 picks one) and serves GET
+  // /metrics. `web_config` is the path of an exporter-toolkit web config
+  // (v1::WebConfig), as node_exporter's --web.config.file:
+  //   - basic_auth_users: users and bcrypt hashes, asked of every request;
+  //   - tls_server_config: HTTPS with cert_file and key_file; with
+  //     client_auth_type RequireAndVerifyClientCert, a client certificate
+  //     signed by client_ca_file is required (403 without one).
+  // The three TLS files are re-read every `reload_interval` when they
+  // change: new connections get the new certificate, without a restart.
+  // Fails with a clear message when the address is taken or malformed, or
+  // the file or its certificates are wrong.
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
+      const std::string& listen, const std::string& web_config = "",
+      std::chrono::milliseconds reload_interval = std::chrono::seconds(60));
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 
   // Serves `collectable` on /metrics for as long as it lives.
   void Register(const std::shared_ptr<prometheus::Collectable>& collectable);
-  const std::string& bound_address() const { return bound_address_; }
+  const std::string& bound_address() const;
+  // "https" with tls_server_config, else "http".
+  const char* scheme() const;
+
+  struct Impl;
 
  private:
-  MetricsServer() = default;
-  std::unique_ptr<prometheus::Exposer> exposer_;
-  std::string bound_address_;
+  explicit MetricsServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 // Shorthands for the one-metric families most components need.

@@ -44,8 +44,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
   SecurityFlags security;
   AddSecurityFlags(app, &security, /*serves_rpcs=*/true);
-  std::string metrics_listen;
-  app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address (denied RPCs); default none");
+  MetricsFlags metrics_flags;
+  AddMetricsFlags(app, &metrics_flags, "Prometheus /metrics address (denied RPCs); default none");
   if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
   if (auto status = ApplyLogLevel(log_level); !status.ok()) return UsageError(kProgram, status);
 
@@ -111,16 +111,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   Authorizer authorizer(config.authorization(), TlsEnabled(config.tls()));
-  if (!metrics_listen.empty()) config.set_metrics_listen(metrics_listen);
+  if (!metrics_flags.listen.empty()) config.set_metrics_listen(metrics_flags.listen);
+  if (!metrics_flags.web_config.empty()) config.set_metrics_web_config(metrics_flags.web_config);
   auto registry = std::make_shared<prometheus::Registry>();
   authorizer.CountIn(&AddDeniedRpcs(*registry));
-  std::unique_ptr<MetricsServer> metrics;
-  if (!config.metrics_listen().empty()) {
-    auto started = MetricsServer::Start(config.metrics_listen());
-    if (!started.ok()) return UsageError(kProgram, started.status());
-    metrics = std::move(*started);
-    metrics->Register(registry);
-  }
+  auto started = StartMetrics(config.metrics_listen(), config.metrics_web_config(), config.tls(), {registry});
+  if (!started.ok()) return UsageError(kProgram, started.status());
+  std::unique_ptr<MetricsServer> metrics = std::move(*started);
   controller::ControllerService service(controller, authorizer);
   auto server = StartGrpcServer(config.listen(), config.tls(), {&service});
   if (!server.ok()) {

@@ -63,13 +63,21 @@ class Daemons {
     // the lab runs with mutual TLS and authorization on, as production does.
     {
       std::vector<std::string> argv = {bin_dir_ + "/rocefab-dev-ca", pki(), "rocefab-collectord",
-                                       "rocefab-controllerd", "lab-operator"};
+                                       "rocefab-controllerd", "lab-operator", "prometheus"};
       for (const auto& h : topo.hosts()) argv.push_back(h.name());
       for (const auto& sw : topo.switches()) argv.push_back(sw.name());
       auto ca = Subprocess::Spawn({argv, {}, run_dir_ + "/logs/dev-ca.out", run_dir_ + "/logs/dev-ca.out"});
       if (!ca.ok()) return ca.status();
       if ((*ca)->Wait() != 0)
         return absl::UnavailableError(StrCat("rocefab-dev-ca failed: ", ReadWholeFile(run_dir_ + "/logs/dev-ca.out").value_or("")));
+    }
+    // /metrics is HTTPS and asks for a client certificate from the lab's CA
+    // (pki/prometheus.pem is one), as a production web config would.
+    {
+      std::ofstream web(metrics_web_config());
+      web << "tls_server_config:\n  cert_file: rocefab-collectord.pem\n  key_file: rocefab-collectord.key\n"
+             "  client_ca_file: ca.pem\n  client_auth_type: RequireAndVerifyClientCert\n";
+      if (!web) return absl::UnavailableError(StrCat("cannot write ", metrics_web_config()));
     }
     // One collector per shard; zones are dealt out to shards in order.
     const uint32_t shards = std::max<uint32_t>(1, collectors);
@@ -87,7 +95,8 @@ class Daemons {
                                                  "--metrics-listen", "127.0.0.1:0", "--db",
                                                  run_dir_ + "/collector" + suffix + ".db",
                                                  "--topology", run_dir_ + "/topology.yaml",
-                                                 "--grant", "operator=lab-operator"};
+                                                 "--grant", "operator=lab-operator",
+                                                 "--metrics-web-config", metrics_web_config()};
       AddTls(&collector_argv, "rocefab-collectord");
       collector_argv.insert(collector_argv.end(), collector_args.begin(), collector_args.end());
       if (with_controller) {
@@ -166,6 +175,7 @@ class Daemons {
   }
 
   std::string pki() const { return run_dir_ + "/pki"; }
+  std::string metrics_web_config() const { return pki() + "/metrics-web.yaml"; }
   // `identity`'s certificate, as daemon flags.
   void AddTls(std::vector<std::string>* argv, const std::string& identity) const {
     for (const std::string& flag : std::vector<std::string>{"--tls-ca", pki() + "/ca.pem", "--tls-cert",
@@ -479,7 +489,7 @@ int Run(const RunOptions& options) {
                                 !scenario->policy().empty(), scenario->collectors());
         !s.ok())
       return fail(s);
-    std::printf("rocefab-lab: started rocefab-collectord (gRPC %s, metrics http://%s/metrics), "
+    std::printf("rocefab-lab: started rocefab-collectord (gRPC %s, metrics https://%s/metrics), "
                 "%d rocefab-hostd, %d rocefab-switchd; every channel is mutual TLS with a certificate "
                 "per daemon from a throwaway CA (%s/pki)\n",
                 daemons.grpc().c_str(), daemons.metrics().c_str(), topo.hosts_size(),
@@ -487,6 +497,8 @@ int Run(const RunOptions& options) {
     std::ofstream(options.run_dir + "/endpoints.json")
         << nlohmann::json{{"collector", daemons.grpc()},
                           {"metrics", daemons.metrics()},
+                          {"metrics_url", StrCat("https://", daemons.metrics(), "/metrics")},
+                          {"pki", daemons.pki()},
                           {"switch_agents", daemons.switch_endpoints()}}
                .dump(2)
         << "\n";
@@ -633,11 +645,13 @@ int Run(const RunOptions& options) {
                     "ROCEFAB_TLS_KEY=%s/lab-operator.key\n"
                     "%s%s%s"
                     "  rocefab agents\n"
-                    "  metrics: http://%s/metrics\n  stop with Ctrl-C or: kill %d\n",
+                    "  metrics: curl --cacert %s/ca.pem --cert %s/prometheus.pem --key %s/prometheus.key "
+                    "https://%s/metrics\n  stop with Ctrl-C or: kill %d\n",
                     daemons.grpc().c_str(), daemons.pki().c_str(), daemons.pki().c_str(), daemons.pki().c_str(),
                     daemons.controller_address().empty() ? "" : "  export ROCEFAB_CONTROLLER=",
                     daemons.controller_address().c_str(), daemons.controller_address().empty() ? "" : "\n",
-                    daemons.metrics().c_str(), getpid());
+                    daemons.pki().c_str(), daemons.pki().c_str(), daemons.pki().c_str(), daemons.metrics().c_str(),
+                    getpid());
         std::fflush(stdout);
       }
     }

@@ -8,6 +8,8 @@ packages=(
   build-essential cmake pkg-config ccache git
   libgrpc++-dev libssl-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   prometheus-cpp-dev
+  # The /metrics server (HTTP and HTTPS through GnuTLS).
+  libmicrohttpd-dev libgnutls28-dev
   libsqlite3-dev sqlite3
   libnl-3-dev libnl-route-3-dev libnl-genl-3-dev
   libboost-dev

@@ -61,12 +61,12 @@ int main(int argc, char** argv) {
   std::string config_path;
   app.add_option("--config", config_path, "YAML config (SwitchdConfig keys: collector, interval, backend, "
                                           "state_dir, switch_name, listen, applied_state, spool_dir, tls, "
-                                          "authorization); flags override it")
+                                          "authorization, metrics_listen, metrics_web_config); flags override it")
       ->check(CLI::ExistingFile);
   SecurityFlags security;
   AddSecurityFlags(app, &security, /*serves_rpcs=*/true);
-  std::string metrics_listen;
-  app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address (denied RPCs); default none");
+  MetricsFlags metrics_flags;
+  AddMetricsFlags(app, &metrics_flags, "Prometheus /metrics address (denied RPCs); default none");
   if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
 
   v1::SwitchdConfig config;
@@ -144,16 +144,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   Authorizer authorizer(config.authorization(), TlsEnabled(config.tls()));
-  from_config("--metrics-listen", config.metrics_listen(), &metrics_listen);
+  from_config("--metrics-listen", config.metrics_listen(), &metrics_flags.listen);
+  from_config("--metrics-web-config", config.metrics_web_config(), &metrics_flags.web_config);
   auto registry = std::make_shared<prometheus::Registry>();
   authorizer.CountIn(&AddDeniedRpcs(*registry));
-  std::unique_ptr<MetricsServer> metrics;
-  if (!metrics_listen.empty()) {
-    auto started = MetricsServer::Start(metrics_listen);
-    if (!started.ok()) return UsageError(kProgram, started.status());
-    metrics = std::move(*started);
-    metrics->Register(registry);
-  }
+  auto started = StartMetrics(metrics_flags.listen, metrics_flags.web_config, config.tls(), {registry});
+  if (!started.ok()) return UsageError(kProgram, started.status());
+  std::unique_ptr<MetricsServer> metrics = std::move(*started);
   switchd::ConfigService config_service(applier, authorizer);
   auto server = StartGrpcServer(listen, config.tls(), {&config_service});
   if (!server.ok()) {

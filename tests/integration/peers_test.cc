@@ -1,6 +1,7 @@
 // Real peers: a real Alertmanager (Debian prometheus-alertmanager) receives
 // the collector's alerts for a lab fault; `amtool alert query` shows them,
 // and they resolve once the fault is over.
+#include <crypt.h>
 #include <curl/curl.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -148,7 +149,9 @@ TEST(Peers, EveryDashboardQueryReturnsSeriesFromARealPrometheusScrapingTheLab) {
   std::ofstream(dir / "prometheus.yml")
       << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
       << "rule_files:\n  - " << source << "/deploy/prometheus/rocefab-rules.yml\n"
-      << "scrape_configs:\n  - job_name: rocefab-collector\n    static_configs:\n      - targets: ['"
+      << "scrape_configs:\n  - job_name: rocefab-collector\n    scheme: https\n    tls_config:\n"
+      << "      ca_file: " << dir / "run/pki/ca.pem" << "\n      cert_file: " << dir / "run/pki/prometheus.pem"
+      << "\n      key_file: " << dir / "run/pki/prometheus.key" << "\n    static_configs:\n      - targets: ['"
       << metrics_address << "']\n        labels:\n          cluster: lab\n";
   Subprocess prometheus({{kPrometheus, "--config.file=" + dir / "prometheus.yml", "--storage.tsdb.path=" + dir / "tsdb",
                           "--web.listen-address=" + prom},
@@ -229,6 +232,69 @@ TEST(Peers, EveryDashboardQueryReturnsSeriesFromARealPrometheusScrapingTheLab) {
   ASSERT_TRUE(rules.has_value());
   EXPECT_NE(rules->find("RocefabJobSlow"), std::string::npos);
   EXPECT_EQ(lab.Wait(), 0) << testing::ReadFile(dir / "lab.out");
+}
+
+}  // namespace
+}  // namespace rocefab
+
+namespace rocefab {
+namespace {
+
+// A real Prometheus scrapes the collector's /metrics over HTTPS with a client
+// certificate and basic auth, set by an exporter-toolkit web config as for
+// node_exporter. A scrape without the client certificate is refused.
+TEST(Peers, PrometheusScrapesTheCollectorOverHttpsWithAClientCertificateAndBasicAuth) {
+  if (!std::filesystem::exists(kPrometheus)) GTEST_SKIP() << "needs the prometheus package (make test installs it)";
+  testing::DevCa ca({"rocefab-collectord", "prometheus"});
+  testing::TempDir dir;
+  char* salt = crypt_gensalt_ra("$2b$", 10, nullptr, 0);
+  ASSERT_NE(salt, nullptr);
+  crypt_data data{};
+  const std::string hash = crypt_r("s3cret", salt, &data);
+  free(salt);
+  testing::WriteFile(dir / "web.yaml", "tls_server_config:\n  cert_file: " + ca.cert("rocefab-collectord") +
+                                           "\n  key_file: " + ca.key("rocefab-collectord") +
+                                           "\n  client_ca_file: " + ca.ca() +
+                                           "\n  client_auth_type: RequireAndVerifyClientCert\n"
+                                           "basic_auth_users:\n  prometheus: '" + hash + "'\n");
+  auto collector = testing::StartDaemon(
+      testing::With({testing::BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--metrics-listen",
+                     "127.0.0.1:0", "--db", dir / "collector.db", "--metrics-web-config", dir / "web.yaml"},
+                    ca.Flags("rocefab-collectord")),
+      dir / "collector.log");
+  ASSERT_FALSE(collector.status.empty()) << testing::ReadFile(dir / "collector.log");
+  const std::string metrics = testing::StatusField(collector.status, "metrics");
+  const std::string tls = "    scheme: https\n    basic_auth:\n      username: prometheus\n      password: s3cret\n"
+                          "    static_configs:\n      - targets: ['" + metrics + "']\n    tls_config:\n      ca_file: " +
+                          ca.ca() + "\n";
+  testing::WriteFile(dir / "prometheus.yml",
+                     "global:\n  scrape_interval: 1s\nscrape_configs:\n"
+                     "  - job_name: with-client-cert\n" + tls + "      cert_file: " + ca.cert("prometheus") +
+                         "\n      key_file: " + ca.key("prometheus") + "\n"
+                         "  - job_name: without-client-cert\n" + tls);
+  const std::string prom = "127.0.0.1:" + std::to_string(testing::FreeTcpPort());
+  Subprocess prometheus({{kPrometheus, "--config.file=" + dir / "prometheus.yml", "--storage.tsdb.path=" + dir / "tsdb",
+                          "--web.listen-address=" + prom},
+                         {},
+                         dir / "prometheus.log",
+                         dir / "prometheus.log"});
+  std::string error;
+  auto value = [&](const std::string& expr) -> std::string {
+    auto result = Query(prom, expr, &error);
+    return result.empty() ? "" : result[0]["value"][1].get<std::string>();
+  };
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        return value("up{job=\"with-client-cert\"}") == "1" && value("up{job=\"without-client-cert\"}") == "0" &&
+               !value("rocefab_metrics_requests_total{job=\"with-client-cert\",code=\"403\"}").empty();
+      },
+      std::chrono::seconds(60)))
+      << error << testing::ReadFile(dir / "prometheus.log");
+  // What the collector serves reached Prometheus through TLS.
+  EXPECT_FALSE(value("rocefab_metrics_requests_total{job=\"with-client-cert\",code=\"200\"}").empty());
+  std::cout << "up{job=\"with-client-cert\"} " << value("up{job=\"with-client-cert\"}")
+            << ", up{job=\"without-client-cert\"} " << value("up{job=\"without-client-cert\"}") << ", refused scrapes "
+            << value("rocefab_metrics_requests_total{job=\"with-client-cert\",code=\"403\"}") << "\n";
 }
 
 }  // namespace
