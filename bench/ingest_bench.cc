@@ -6,13 +6,14 @@
 // for the collector, ack latency p50/p99 (docs/performance.md, "Ingest").
 //
 //   ingest_bench [--agents 96] [--nics 8] [--counters 20] [--seconds 30]
-//                [--rate 0] [--peers prometheus,victoria-metrics] [-o json]
+//                [--rate 0] [--peers prometheus,victoria-metrics] [--mtls] [-o json]
 //
 // --rate 0 sends as fast as acks allow (64 batches in flight per stream);
 // --rate N paces each agent at N batches a second (the load test: --agents
 // 400 --counters 65 --rate 1 --seconds 600). Each batch is one poll of an
 // agent's NICs: the first four counters grow by about 10^6 a poll with
-// noise, the rest stay flat, as on a quiet fabric.
+// noise, the rest stay flat, as on a quiet fabric. --mtls adds a row for the
+// collector under mutual TLS, a certificate and a connection per agent.
 #include <curl/curl.h>
 #include <signal.h>
 #include <snappy.h>
@@ -138,6 +139,7 @@ struct Options {
   double rate = 0;
   std::vector<std::string> peers = {"prometheus", "victoria-metrics"};
   std::string output = "table";
+  bool mtls = false;  // also run the collector with mutual TLS
 };
 
 struct Result {
@@ -164,12 +166,14 @@ struct Result {
 
 // ---- the collector: Telemetry.Push streams on the callback API -----------
 
+std::string AgentName(int index) { return "bench-h" + std::to_string(index); }
+
 class AgentStream final : public grpc::ClientBidiReactor<v1::TelemetryBatch, v1::Ack> {
  public:
   AgentStream(int index, const Options& o, const std::vector<SeriesDef>& series, Values& values,
               std::mutex& values_mu)
       : index_(index), o_(o), series_(series), values_(values), values_mu_(values_mu) {
-    name_ = "bench-h" + std::to_string(index);
+    name_ = AgentName(index);
     batch_.set_agent_id(name_);
     batch_.set_agent_boot_id("bench-boot");
     batch_.set_agent_kind(v1::AGENT_KIND_HOST);
@@ -319,14 +323,25 @@ double Percentile(std::vector<int64_t>& v, double p) {
 
 // `remote_write`: a receiver's write URL; the collector forwards every
 // sample to it, and the run ends once the receiver has them all.
-Result RunCollector(const Options& o, const std::string& dir, const std::string& remote_write = "") {
+// With `mtls`, every agent has its own certificate (its identity is its
+// agent id, as in production) and the collector authorizes each stream by
+// it; without, all is plaintext, as the peers are fed. Either way each agent
+// has its own channel and connection, as separate agent processes do.
+Result RunCollector(const Options& o, const std::string& dir, const std::string& remote_write = "",
+                    bool mtls = false) {
   Result r;
   r.receiver = remote_write.empty() ? "rocefab-collectord" : "collectord+rw";
+  if (mtls) r.receiver += " (mTLS)";
+  std::unique_ptr<testing::DevCa> ca;
+  if (mtls) {
+    std::vector<std::string> identities = {"rocefab-collectord"};
+    for (int a = 0; a < o.agents; ++a) identities.push_back(AgentName(a));
+    ca = std::make_unique<testing::DevCa>(identities);
+  }
   std::vector<std::string> argv = {testing::BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0",
-                                   "--db", dir + "/collector.db", "--metrics-listen", "127.0.0.1:0",
-                                   // The peers take plaintext HTTP here; so does the collector, so
-                                   // that the ratio compares storage, not TLS (docs/performance.md).
-                                   "--insecure"};
+                                   "--db", dir + "/collector.db", "--metrics-listen", "127.0.0.1:0"};
+  if (mtls) argv = testing::With(argv, ca->Flags("rocefab-collectord"));
+  else argv.push_back("--insecure");
   if (!remote_write.empty()) argv.insert(argv.end(), {"--remote-write", remote_write});
   auto daemon = testing::StartDaemon(argv, dir + "/collector.log");
   if (!daemon.process) {
@@ -334,8 +349,23 @@ Result RunCollector(const Options& o, const std::string& dir, const std::string&
     return r;
   }
   const std::string address = testing::StatusField(daemon.status, "grpc");
-  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-  auto stub = v1::Telemetry::NewStub(channel);
+  std::vector<std::unique_ptr<v1::Telemetry::Stub>> stubs;
+  for (int a = 0; a < o.agents; ++a) {
+    v1::TlsSettings tls;
+    if (mtls) {
+      tls.set_ca(ca->ca());
+      tls.set_cert(ca->cert(AgentName(a)));
+      tls.set_key(ca->key(AgentName(a)));
+    }
+    auto credentials = MakeChannelCredentials(tls);
+    if (!credentials.ok()) {
+      std::cerr << "agent credentials: " << credentials.status() << "\n";
+      return r;
+    }
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own
+    stubs.push_back(v1::Telemetry::NewStub(grpc::CreateCustomChannel(address, *credentials, args)));
+  }
   const auto series = NicSeries(o.counters);
   Values values(o.agents, o.nics, static_cast<int>(series.size()));
   std::mutex values_mu;
@@ -344,7 +374,7 @@ Result RunCollector(const Options& o, const std::string& dir, const std::string&
     streams.push_back(std::make_unique<AgentStream>(a, o, series, values, values_mu));
   const ProcStats before = ReadProc(daemon.process->pid());
   const auto start = Clock::now();
-  for (auto& s : streams) s->Begin(stub.get());
+  for (size_t a = 0; a < streams.size(); ++a) streams[a]->Begin(stubs[a].get());
   const auto end = start + std::chrono::seconds(o.seconds);
   if (o.rate > 0) {
     // Each agent's polls spread over the period, as real agents' are.
@@ -566,6 +596,9 @@ int main(int argc, char** argv) {
   app.add_flag("--remote-write", remote_write,
                "also run the collector forwarding by remote-write to a real VictoriaMetrics (its row: "
                "collectord+rw; samples/s counts until the receiver has every sample)");
+  app.add_flag("--mtls", o.mtls,
+               "also run the collector with mutual TLS: a certificate per agent, each stream authorized "
+               "by its identity (its row: rocefab-collectord (mTLS))");
   CLI11_PARSE(app, argc, argv);
   signal(SIGPIPE, SIG_IGN);
   curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -573,6 +606,10 @@ int main(int argc, char** argv) {
   std::vector<Result> results;
   std::filesystem::create_directories(dir / "collector");
   results.push_back(RunCollector(o, dir / "collector"));
+  if (o.mtls) {
+    std::filesystem::create_directories(dir / "collector-mtls");
+    results.push_back(RunCollector(o, dir / "collector-mtls", "", /*mtls=*/true));
+  }
   if (remote_write && std::filesystem::exists("/usr/bin/victoria-metrics")) {
     std::filesystem::create_directories(dir / "rw");
     const std::string addr = "127.0.0.1:" + std::to_string(testing::FreeTcpPort());
@@ -613,11 +650,11 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(per_batch),
               o.rate > 0 ? (std::to_string(o.rate) + " batch/s per agent").c_str() : "as fast as acked",
               o.seconds);
-  std::printf("%-20s %12s %14s %14s %12s %10s %10s %10s\n", "RECEIVER", "SAMPLES/S", "CPU-S/M SAMPLES",
+  std::printf("%-28s %12s %14s %14s %12s %10s %10s %10s\n", "RECEIVER", "SAMPLES/S", "CPU-S/M SAMPLES",
               "BYTES/SAMPLE", "PEAK RSS MB", "ACK P50", "ACK P99", "LOST");
   for (const Result& r : results) {
     const nlohmann::json j = r.Json();
-    std::printf("%-20s %12.0f %14.2f %14.2f %12.0f %10s %10s %10llu\n", r.receiver.c_str(),
+    std::printf("%-28s %12.0f %14.2f %14.2f %12.0f %10s %10s %10llu\n", r.receiver.c_str(),
                 j["samples_per_s"].get<double>(), j["cpu_s_per_million"].get<double>(),
                 j["bytes_per_sample"].get<double>(), r.proc.peak_rss_mb,
                 r.ack_p50_ms < 0 ? "-" : (std::to_string(r.ack_p50_ms).substr(0, 6) + "ms").c_str(),

@@ -18,5 +18,5 @@ export ROCEFAB_BENCH_NODE_EXPORTER=$(command -v prometheus-node-exporter || true
 # Ingest side by side: the running collector against a real Prometheus and a
 # real VictoriaMetrics (both installed by make's dependencies), then the
 # paced load test at a zone's agent count.
-"$build/bin/ingest_bench" --agents 96 --seconds 60
-"$build/bin/ingest_bench" --agents 400 --counters 65 --rate 1 --seconds 120
+"$build/bin/ingest_bench" --agents 96 --seconds 60 --mtls
+"$build/bin/ingest_bench" --agents 400 --counters 65 --rate 1 --seconds 120 --mtls
