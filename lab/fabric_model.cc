@@ -102,6 +102,12 @@ absl::Status FabricModel::Init(std::shared_ptr<const Topology> topology,
     if (ports_[b].sw >= 0) sw_out_[ports_[b].sw].push_back(c_ab + 1);
   }
   applied_.assign(switches_.size(), std::nullopt);
+  SwitchQos factory;
+  factory.kmin_bytes = k_.ecn_kmin_bytes;
+  factory.kmax_bytes = k_.ecn_kmax_bytes;
+  factory.pmax = k_.ecn_pmax;
+  factory.wd_detect_s = k_.pfcwd_detect_s;
+  qos_.assign(switches_.size(), factory);
   nic_ip_.assign(ports_.size(), 0);
   for (int p = 0; p < static_cast<int>(ports_.size()); ++p) {
     if (ports_[p].host < 0) continue;
@@ -441,7 +447,44 @@ void FabricModel::SetAppliedConfig(const v1::SwitchConfig& config) {
     else if (len == 24) routing.rack_routes[ip & 0xffffff00u] = ports;
   }
   applied_[it->second] = std::move(routing);
+  for (const auto& item : config.items()) {
+    if (!item.has_qos()) continue;
+    const v1::QosPolicy& policy = item.qos().qos();
+    // A policy that leaves QoS alone leaves the switch's own.
+    if (policy.ByteSizeLong() == 0) continue;
+    qos_[it->second] = QosFromPolicy(policy, k_);
+  }
   routes_dirty_ = true;
+}
+
+int FabricModel::SwitchIndex(const std::string& name) const {
+  auto it = switch_index_.find(name);
+  return it == switch_index_.end() ? -1 : it->second;
+}
+
+SwitchQos QosFromPolicy(const v1::QosPolicy& policy, const ModelConstants& k) {
+  SwitchQos q;
+  q.managed = true;
+  q.roce_tc = 3;
+  for (const auto& map : policy.dscp_to_tc())
+    if (map.dscp() == k.roce_dscp) q.roce_tc = map.tc();
+  q.lossless = std::find(policy.pfc_priorities().begin(), policy.pfc_priorities().end(), q.roce_tc) !=
+               policy.pfc_priorities().end();
+  q.ecn = false;
+  for (const auto& ecn : policy.ecn()) {
+    if (ecn.tc() != q.roce_tc || ecn.max_bytes() == 0) continue;
+    q.ecn = true;
+    q.kmin_bytes = static_cast<double>(ecn.min_bytes());
+    q.kmax_bytes = static_cast<double>(std::max(ecn.max_bytes(), ecn.min_bytes() + 1));
+    q.pmax = ecn.probability() > 0 ? std::min(1.0, ecn.probability()) : k.ecn_pmax;
+  }
+  const auto& wd = policy.pfc_watchdog();
+  q.wd_detect_s = wd.detect_ms() / 1e3;
+  q.wd_restore_s = wd.restore_ms() > 0 ? wd.restore_ms() / 1e3 : 2 * q.wd_detect_s;
+  q.wd_action = wd.action().empty() ? "drop" : wd.action();  // SONiC's default action
+  // tc 0 is best effort: a strict-priority class of 0 is none.
+  q.control_priority = policy.strict_priority_tc() != 0 && policy.strict_priority_tc() != q.roce_tc;
+  return q;
 }
 
 void FabricModel::Reroute() {
@@ -607,8 +650,30 @@ void FabricModel::ComputeRates() {
     for (double until : jobs_[f.job].conn_stall_until)
       if (now_s_ < until) f.demand = 0;
   }
-  std::vector<double> paused(channels_.size(), 0), next(channels_.size(), 0), share(channels_.size(), 1);
-  for (size_t i = 0; i < channels_.size(); ++i) paused[i] = channels_[i].stuck ? channels_[i].storm_fraction : 0;
+  // What each sender does with its receiver's pause requests: a NIC always
+  // obeys; a switch obeys on a lossless class, ignores them on a lossy one
+  // (no PFC on the priority), and stops obeying once its watchdog has
+  // called the queue stormed and acts on it (drop or forward).
+  std::vector<double> obey(channels_.size(), 1), watchdog_drop(channels_.size(), 0);
+  for (size_t i = 0; i < channels_.size(); ++i) {
+    const Channel& ch = channels_[i];
+    const SwitchQos* q = SenderQos(ch);
+    if (q == nullptr) continue;
+    if (!q->lossless) obey[i] = 0;
+    if (ch.wd_stormed && q->wd_mitigates()) {
+      obey[i] = 0;
+      // Drop discards the queue's packets; forward sends them to a receiver
+      // that has no room, which discards them. Either way they are lost,
+      // and nothing backs up behind them.
+      watchdog_drop[i] = 1;
+    }
+  }
+  std::vector<double> request(channels_.size(), 0), next(channels_.size(), 0), share(channels_.size(), 1),
+      paused(channels_.size(), 0), drop(channels_.size(), 0);
+  for (size_t i = 0; i < channels_.size(); ++i) {
+    request[i] = channels_[i].stuck ? channels_[i].storm_fraction : 0;
+    paused[i] = request[i] * obey[i];
+  }
   // Each round lets PFC climb one more hop; a fabric is at most 6 hops deep.
   for (int round = 0; round < 8; ++round) {
     for (Channel& ch : channels_) ch.load = 0;
@@ -616,7 +681,7 @@ void FabricModel::ComputeRates() {
       for (int ch : f.path) channels_[ch].load += f.demand;
     for (size_t i = 0; i < channels_.size(); ++i) {
       const Channel& ch = channels_[i];
-      const double cap = ch.up ? ch.capacity_Bps * (1 - paused[i]) : 0;
+      const double cap = ch.up && watchdog_drop[i] == 0 ? ch.capacity_Bps * (1 - paused[i]) : 0;
       share[i] = ch.load <= cap ? 1.0 : (ch.load > 0 ? cap / ch.load : 1.0);
     }
     for (Flow& f : flows_) {
@@ -634,22 +699,32 @@ void FabricModel::ComputeRates() {
         s = std::min(s, share[ch]);
       }
     }
-    // Which egress queues fill up to XOFF and pause the hop before them.
+    // Which egress queues fill up to XOFF and pause the hop before them, or
+    // on a lossy class drop what does not fit.
     std::fill(next.begin(), next.end(), 0.0);
     std::vector<double> pause_from(channels_.size(), 0);
     for (size_t i = 0; i < channels_.size(); ++i) {
       Channel& ch = channels_[i];
       next[i] = ch.stuck ? ch.storm_fraction : 0;
-      if (ports_[ch.from].sw < 0 || arrival[i] <= 0) continue;  // only switches send PFC upstream
+      if (ports_[ch.from].sw < 0 || arrival[i] <= 0 || watchdog_drop[i] > 0) continue;  // only switches send PFC upstream
+      const SwitchQos& q = qos_[ports_[ch.from].sw];
       const double cap = ch.up ? ch.capacity_Bps * (1 - paused[i]) : 0;
       const double u = cap > 0 ? arrival[i] / cap : 1e9;
+      // Marking that starts only beyond XOFF never acts before PFC does.
+      const bool marks = ch.ecn_ok && q.ecn && q.kmin_bytes < k_.xoff_bytes;
+      const double ecn_holds = q.control_priority ? k_.incast_pfc_utilization : k_.incast_pfc_utilization_shared_cnp;
       double f = 0;
-      if (cap <= 0 || paused[i] > 0.01 || !ch.ecn_ok) {
+      if (cap <= 0 || paused[i] > 0.01 || !marks) {
         // A paused or unmarked queue cannot slow its senders by ECN: it fills
         // to XOFF and holds back the excess with pause frames.
         if (u > 1) f = 1 - 1 / u;
-      } else if (u > k_.incast_pfc_utilization) {
-        f = 1 - k_.incast_pfc_utilization / u;
+      } else if (u > ecn_holds) {
+        f = 1 - ecn_holds / u;
+      }
+      if (!q.lossless) {
+        // No PFC on the class: the excess is tail-dropped at the queue.
+        drop[i] = std::max(drop[i], f);
+        f = 0;
       }
       pause_from[i] = f;
     }
@@ -662,17 +737,22 @@ void FabricModel::ComputeRates() {
     // lowers what arrives. Monotone rounds also converge.
     double change = 0;
     for (size_t i = 0; i < channels_.size(); ++i) {
-      next[i] = std::max(next[i], paused[i]);
-      change = std::max(change, next[i] - paused[i]);
+      next[i] = std::max(next[i], request[i]);
+      change = std::max(change, next[i] - request[i]);
     }
-    paused.swap(next);
+    request.swap(next);
+    for (size_t i = 0; i < channels_.size(); ++i) paused[i] = request[i] * obey[i];
     if (change < 1e-3) break;
+  }
+  for (size_t i = 0; i < channels_.size(); ++i) {
+    channels_[i].request = request[i];
+    channels_[i].congestion_drop = std::max(drop[i], watchdog_drop[i]);
   }
   // Loss costs goodput: every drop is paid for by a go-back-N retransmit.
   for (Flow& f : flows_) {
     double keep = 1;
-    for (int ch : f.path) keep *= 1 - channels_[ch].drop_rate;
-    f.rate /= 1 + (1 - keep) * k_.gbn_cost_packets;
+    for (int ch : f.path) keep *= (1 - channels_[ch].drop_rate) * (1 - channels_[ch].congestion_drop);
+    f.rate = keep <= 0 ? 0 : f.rate / (1 + (1 - keep) * k_.gbn_cost_packets);
   }
   for (size_t i = 0; i < channels_.size(); ++i) {
     Channel& ch = channels_[i];
@@ -685,18 +765,23 @@ void FabricModel::ComputeRates() {
     const double cap = ch.up ? ch.capacity_Bps * (1 - ch.paused) : 0;
     const double u = cap > 0 ? ch.load / cap : (ch.load > 0 ? 1e9 : 0);
     ch.mark = 0;
-    if (ports_[ch.from].sw < 0) {
+    const SwitchQos* q = SenderQos(ch);
+    const bool marks = q != nullptr && ch.ecn_ok && q->ecn && q->kmin_bytes < k_.xoff_bytes;
+    if (q == nullptr) {
       ch.queue = 0;
+    } else if (ch.wd_stormed && q->wd_mitigates()) {
+      ch.queue = 0;  // the watchdog empties it
     } else if (ch.stuck || ch.paused > 0.5) {
       ch.queue = k_.xoff_bytes * 1.5;
-    } else if (u > 1 && !ch.ecn_ok) {
+    } else if (u > 1 && !marks) {
       ch.queue = k_.xoff_bytes;
     } else if (u > 1) {
-      // DCQCN holds the queue between Kmin and Kmax while marking.
-      ch.mark = std::min(k_.ecn_pmax, 0.01 + 0.05 * (u - 1));
-      ch.queue = k_.ecn_kmin_bytes + (k_.ecn_kmax_bytes - k_.ecn_kmin_bytes) * std::min(1.0, u - 1);
+      // DCQCN holds the queue between Kmin and Kmax while marking, at up
+      // to Pmax of the packets.
+      ch.mark = std::min(q->pmax, 0.01 + 0.05 * (u - 1));
+      ch.queue = q->kmin_bytes + (q->kmax_bytes - q->kmin_bytes) * std::min(1.0, u - 1);
     } else {
-      ch.queue = k_.ecn_kmin_bytes * 0.5 * std::pow(u, 6);
+      ch.queue = std::min(q->kmin_bytes, k_.ecn_kmin_bytes) * 0.5 * std::pow(u, 6);
     }
   }
 }
@@ -790,6 +875,10 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
         from.queue_tx_packets += packets;
         from.queue_ecn_marked += packets * unmarked * ch.mark;
       }
+      if (ch.congestion_drop > 0 && ports_[ch.from].sw >= 0) {
+        from.queue_drops += packets * kept * ch.congestion_drop;
+        kept *= 1 - ch.congestion_drop;
+      }
       if (ch.drop_rate > 0) {
         const double dropped = packets * kept * ch.drop_rate;
         if (ports_[ch.to].sw >= 0) {
@@ -827,21 +916,41 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
     Channel& ch = channels_[i];
     PortCounters& from = ports_[ch.from].c;
     PortCounters& to = ports_[ch.to].c;
-    if (ch.paused > 0) {
-      const double frames = k_.pause_frames_per_s * ch.paused * dt;
+    if (ch.request > 0) {
+      // The frames on the wire are what the receiver asks for; the time
+      // paused (and a NIC's tx_wait) is what the sender obeyed.
+      const double frames = k_.pause_frames_per_s * ch.request * dt;
       const double us = ch.paused * dt * 1e6;
       from.pfc_rx_frames += frames, from.pfc_rx_us += us;
-      to.pfc_tx_frames += frames, to.pfc_tx_us += us;
+      to.pfc_tx_frames += frames, to.pfc_tx_us += ch.request * dt * 1e6;
       if (ports_[ch.from].host >= 0) from.tx_wait += us;
     }
     if (ports_[ch.from].sw >= 0) {
       from.queue_depth_bytes = ch.queue;
       from.queue_watermark_bytes = std::min(k_.buffer_bytes, ch.queue * 1.2);
-      // The PFC watchdog sees a queue paused for its whole detection time.
-      const bool storm = ch.paused >= 0.5;
-      const bool was = from.pfcwd_detected > from.pfcwd_restored;
-      if (storm && !was) from.pfcwd_detected += 1;
-      if (!storm && was) from.pfcwd_restored += 1;
+      // The PFC watchdog calls a queue stormed once it has been held paused
+      // (it cannot drain) for the detection time, and restored once no
+      // pause has held it for the restoration time.
+      const SwitchQos& q = qos_[ports_[ch.from].sw];
+      if (q.wd_detect_s > 0) {
+        if (ch.request >= k_.pfcwd_paused_share) {
+          ch.wd_calm_s = 0;
+          ch.wd_paused_s += dt;
+          if (!ch.wd_stormed && ch.wd_paused_s + 1e-9 >= q.wd_detect_s) {
+            ch.wd_stormed = true;
+            from.pfcwd_detected += 1;
+          }
+        } else {
+          ch.wd_paused_s = 0;
+          if (ch.wd_stormed) {
+            ch.wd_calm_s += dt;
+            if (ch.wd_calm_s + 1e-9 >= q.wd_restore_s) {
+              ch.wd_stormed = false;
+              from.pfcwd_restored += 1;
+            }
+          }
+        }
+      }
     }
     if (ch.stuck && ports_[ch.to].host >= 0) {
       // The NIC's own stall prevention notices it keeps pausing.

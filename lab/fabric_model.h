@@ -37,7 +37,15 @@ struct ModelConstants {
   double gbn_cost_packets = 200;        // goodput lost per dropped packet (go-back-N)
   double step_latency_s = 10e-6;        // per ring step
   double cnp_interval_s = 50e-6;        // at most one CNP per QP per interval
-  double pfcwd_detect_s = 0.2;          // PFC watchdog detection time
+  double pfcwd_detect_s = 0.2;          // PFC watchdog detection time (factory QoS)
+  // A queue the watchdog calls stormed: paused at least this share of its
+  // detection time (it cannot drain).
+  double pfcwd_paused_share = 0.95;
+  uint32_t roce_dscp = 26;              // the DSCP RoCE traffic carries (mlx5 default)
+  // With CNPs queued behind data (no strict-priority class of their own),
+  // DCQCN reacts a queue's worth late: ECN holds incast only up to this
+  // overload before PFC takes over, instead of incast_pfc_utilization.
+  double incast_pfc_utilization_shared_cnp = 1.5;
   // A QP whose path dies under it loses what was in flight and recovers only
   // after its retransmission timeout (local ACK timeout x retries, then
   // go-back-N on the new path): the cost of every unplanned link loss. A
@@ -98,6 +106,24 @@ struct JobStatus {
   uint64_t completed = 0;
 };
 
+// QoS as a switch applies it to the RoCE traffic class, from the qos item
+// of its applied config (docs/lab.md, "QoS"). Before a switch has one, or
+// when the policy leaves QoS alone, the factory QoS: ECN at the model's
+// thresholds, PFC on, a watchdog that only counts.
+struct SwitchQos {
+  bool managed = false;   // from an applied policy, not the factory QoS
+  uint32_t roce_tc = 3;   // the class the RoCE DSCP maps to
+  bool ecn = true;        // ECN marking on the RoCE class
+  double kmin_bytes = 150e3, kmax_bytes = 1.5e6, pmax = 0.1;
+  bool lossless = true;   // PFC on the RoCE priority
+  double wd_detect_s = 0.2;  // 0: no PFC watchdog
+  double wd_restore_s = 0;
+  std::string wd_action = "alert";  // drop | forward | alert (counts only)
+  bool control_priority = true;     // CNPs and CTS ride a strict-priority class
+  bool wd_mitigates() const { return wd_detect_s > 0 && (wd_action == "drop" || wd_action == "forward"); }
+};
+SwitchQos QosFromPolicy(const v1::QosPolicy& policy, const ModelConstants& k);
+
 struct ActiveFault {
   v1::FaultSpec spec;
   double start_s = 0, end_s = 0;
@@ -142,9 +168,19 @@ class FabricModel final {
   // its index within the connection. Exposed for tests.
   std::vector<int> Route(int src, int dst, uint16_t sport, uint16_t conn_sport = 0,
                          uint32_t qp = 0) const;
-  // Routes as switch agents have applied them (their applied.json). From
-  // then on that switch forwards by these routes and its scheme's hash.
+  // Routes and QoS as switch agents have applied them (their applied.json).
+  // From then on that switch forwards by these routes and its scheme's hash,
+  // and marks, pauses, drops and watches its queues as its QoS says.
   void SetAppliedConfig(const v1::SwitchConfig& config);
+  const SwitchQos& switch_qos(int sw) const { return qos_[sw]; }
+  int SwitchIndex(const std::string& name) const;
+  // The share of the tick a channel's receiver asked it to pause (the PFC
+  // frames on the wire), whether or not its sender obeyed.
+  double ChannelPauseRequested(int channel) const { return channels_[channel].request; }
+  // The share of a channel's packets its sender's queue dropped this tick
+  // (congestion on a lossy class, or the watchdog).
+  double ChannelCongestionDrop(int channel) const { return channels_[channel].congestion_drop; }
+  bool ChannelWatchdogStormed(int channel) const { return channels_[channel].wd_stormed; }
 
  private:
   struct Channel {
@@ -157,6 +193,11 @@ class FabricModel final {
     double load = 0, carried = 0, paused = 0, mark = 0, queue = 0;
     bool stuck = false;  // the receiver keeps pausing this egress (storm)
     double storm_fraction = 0;  // share of time it holds the pause
+    double request = 0;         // pause its receiver asks for, this tick
+    double congestion_drop = 0;  // share its sender's queue drops, this tick
+    // The sender's PFC watchdog on this queue.
+    double wd_paused_s = 0, wd_calm_s = 0;
+    bool wd_stormed = false;
   };
   struct Flow {
     int job = 0, conn = 0;
@@ -225,6 +266,11 @@ class FabricModel final {
     std::map<uint32_t, std::vector<int>> rack_routes;  // /24 -> egress ports
   };
   std::vector<std::optional<AppliedRouting>> applied_;  // per switch
+  std::vector<SwitchQos> qos_;                          // per switch
+  // The QoS of a channel's sender, or null for a NIC.
+  const SwitchQos* SenderQos(const Channel& ch) const {
+    return ports_[ch.from].sw >= 0 ? &qos_[ports_[ch.from].sw] : nullptr;
+  }
   std::vector<uint32_t> nic_ip_;                        // per NIC port
   bool routes_dirty_ = true;
   uint64_t seed_ = 1;

@@ -161,7 +161,9 @@ faults: [{kind: pfc_storm, target: z1-r02-h1/mlx5_1, at_s: 1, pause_fraction: 0.
   const int link = nic.link;
   const auto& peer = model->topology().PeerOf(link, "z1-r02-h1/mlx5_1");
   EXPECT_GT(model->ports()[model->PortIndex(peer)].c.pfc_rx_frames, 0);
-  EXPECT_GT(model->ports()[model->PortIndex(peer)].c.pfcwd_detected, 0);
+  // Its queue still drains a tenth of the time: not a storm to the watchdog,
+  // which waits for a queue that cannot drain at all.
+  EXPECT_EQ(model->ports()[model->PortIndex(peer)].c.pfcwd_detected, 0);
   EXPECT_LT(model->jobs()[0].busbw_gbs, before * 0.8);
 }
 

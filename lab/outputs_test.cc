@@ -32,7 +32,7 @@ class OutputsTest : public ::testing::Test {
     v1::Scenario scenario;
     ASSERT_TRUE(LoadYamlConfig(R"(
 jobs: [{id: "4711", name: pretrain, num_hosts: 4, placement: spread}]
-faults: [{kind: pfc_storm, target: z1-r02-h1/mlx5_1, at_s: 0}]
+faults: [{kind: pfc_storm, target: z1-r02-h1/mlx5_1, at_s: 0, pause_fraction: 0.98}]
 )",
                                "s.yaml", &scenario)
                     .ok());
