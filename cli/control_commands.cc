@@ -2,6 +2,11 @@
 
 #include <unistd.h>
 
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include <google/protobuf/util/json_util.h>
 
 #include "cli/table.h"
@@ -145,6 +150,23 @@ int RunConfigStatus(const GlobalOptions& g, const ControlOptions& o, std::ostrea
                   StrCat(s.applied_generation(), " ", Short(s.applied_hash())), s.drift() ? "DRIFT" : "-",
                   StrCat(s.failed_items()), StrCat(s.unsupported_items()), s.error()});
   table.Print(out);
+  // Why items are not applied, once per (item, state, reason) however many
+  // switches share it: on a fleet of one kind, one row per cause.
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<std::string>> causes;
+  for (const auto& s : response.switches())
+    for (const auto& item : s.not_applied())
+      causes[{item.key(), item.state() == v1::ITEM_STATE_FAILED ? "failed" : "unsupported", item.reason()}].push_back(
+          s.switch_name());
+  if (!causes.empty()) {
+    out << "\nnot applied:\n";
+    Table why({"ITEM", "STATE", "SWITCHES", "REASON"});
+    for (const auto& [cause, switches] : causes) {
+      const auto& [key, state, reason] = cause;
+      why.AddRow({key, state,
+                  switches.size() == 1 ? switches[0] : StrCat(switches.size(), " (", switches[0], " ...)"), reason});
+    }
+    why.Print(out);
+  }
   if (!response.drained().empty()) {
     out << "\ndrained:";
     for (const auto& port : response.drained()) out << " " << port;

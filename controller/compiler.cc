@@ -353,11 +353,27 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
     // E-ECMP: the RoCE destination QP adds entropy between the QPs of one
     // connection, which share their addresses and ports.
     if (config.scheme() == v1::ROUTING_SCHEME_EECMP) hash->mutable_hash()->add_fields("roce_dst_qp");
-    auto* qos = config.add_items();
-    qos->set_key("qos");
-    *qos->mutable_qos()->mutable_qos() = policy.qos();
-    for (const auto& buffer : policy.qos().buffer_profiles())
-      if (buffer.role() == sw.role()) *qos->mutable_qos()->mutable_buffer() = buffer;
+    // QoS item by item, so that a switch reports each as applied or
+    // unsupported on its own (a Linux port without DCB takes ECN but not
+    // PFC). Only what the policy sets.
+    const v1::QosPolicy& q = policy.qos();
+    auto add_qos = [&](const char* part) {
+      auto* item = config.add_items();
+      item->set_key(StrCat("qos/", part));
+      return item->mutable_qos();
+    };
+    if (!q.dscp_to_tc().empty()) *add_qos("dscp")->mutable_qos()->mutable_dscp_to_tc() = q.dscp_to_tc();
+    if (!q.pfc_priorities().empty() || !q.lossless_tcs().empty()) {
+      auto* pfc = add_qos("pfc")->mutable_qos();
+      *pfc->mutable_pfc_priorities() = q.pfc_priorities();
+      *pfc->mutable_lossless_tcs() = q.lossless_tcs();
+    }
+    if (q.strict_priority_tc() != 0) add_qos("ets")->mutable_qos()->set_strict_priority_tc(q.strict_priority_tc());
+    if (!q.ecn().empty()) *add_qos("ecn")->mutable_qos()->mutable_ecn() = q.ecn();
+    if (q.pfc_watchdog().detect_ms() != 0 || !q.pfc_watchdog().action().empty())
+      *add_qos("pfc_watchdog")->mutable_qos()->mutable_pfc_watchdog() = q.pfc_watchdog();
+    for (const auto& buffer : q.buffer_profiles())
+      if (buffer.role() == sw.role()) *add_qos("buffer")->mutable_buffer() = buffer;
     config.set_content_hash(ContentHash(config));
     configs[sw.name()] = std::move(config);
   }

@@ -61,7 +61,7 @@ TEST(Compile, EcmpRoutesRemoteRacksOverEveryUplink) {
   EXPECT_EQ(Item(rtsw, "route/10.1.2.0/24")->route().nexthop_group(), 1u);
   EXPECT_EQ(Item(rtsw, "route/10.1.1.0/24"), nullptr);
   EXPECT_EQ(Item(rtsw, "hash")->hash().fields_size(), 5);
-  EXPECT_EQ(Item(rtsw, "qos")->qos().buffer().pool_bytes(), 32000000u);
+  EXPECT_EQ(Item(rtsw, "qos/buffer")->qos().buffer().pool_bytes(), 32000000u);
   // A CTSW reaches each rack through its parallel links to that RTSW.
   const v1::SwitchConfig& ctsw = configs->at("z1-ctsw01");
   const uint32_t g = Item(ctsw, "route/10.1.3.0/24")->route().nexthop_group();

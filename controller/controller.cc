@@ -215,6 +215,8 @@ absl::StatusOr<v1::StatusResponse> Controller::Status() {
       if (item.state() == v1::ITEM_STATE_FAILED) status->set_failed_items(status->failed_items() + 1);
       if (item.state() == v1::ITEM_STATE_UNSUPPORTED)
         status->set_unsupported_items(status->unsupported_items() + 1);
+      if (item.state() == v1::ITEM_STATE_FAILED || item.state() == v1::ITEM_STATE_UNSUPPORTED)
+        *status->add_not_applied() = item;
     }
   }
   return response;

@@ -447,13 +447,16 @@ void FabricModel::SetAppliedConfig(const v1::SwitchConfig& config) {
     else if (len == 24) routing.rack_routes[ip & 0xffffff00u] = ports;
   }
   applied_[it->second] = std::move(routing);
+  // The QoS items together (qos/dscp, qos/pfc, qos/ecn, ...). A policy that
+  // leaves QoS alone leaves the switch's own.
+  v1::QosPolicy policy;
+  bool managed = false;
   for (const auto& item : config.items()) {
     if (!item.has_qos()) continue;
-    const v1::QosPolicy& policy = item.qos().qos();
-    // A policy that leaves QoS alone leaves the switch's own.
-    if (policy.ByteSizeLong() == 0) continue;
-    qos_[it->second] = QosFromPolicy(policy, k_);
+    policy.MergeFrom(item.qos().qos());
+    managed = true;
   }
+  if (managed) qos_[it->second] = QosFromPolicy(policy, k_);
   routes_dirty_ = true;
 }
 

@@ -46,6 +46,7 @@ LinuxBackend::LinuxBackend(std::string switch_name, std::string proc_sys_root)
       *sock = nullptr;
     }
   }
+  qos_ = LinuxQos(sock_);
 }
 
 LinuxBackend::~LinuxBackend() {
@@ -236,10 +237,7 @@ absl::Status LinuxBackend::Install(const v1::ConfigItem& item) {
     case v1::ConfigItem::kRule: return InstallRule(item.rule(), false);
     case v1::ConfigItem::kHash: return InstallHash(item.hash());
     case v1::ConfigItem::kAddress: return InstallAddress(item.address(), false);
-    case v1::ConfigItem::kQos:
-      // PFC, ETS and ECN thresholds need DCB (dcbnl) or tc on a device that
-      // has them; interfaces without DCB cannot take this item.
-      return absl::UnimplementedError("DCB (PFC, ETS, ECN) is not supported by these interfaces");
+    case v1::ConfigItem::kQos: return qos_.Install(item);
     default: return absl::UnimplementedError("unknown item kind");
   }
 }
@@ -250,6 +248,7 @@ absl::Status LinuxBackend::Remove(const v1::ConfigItem& item) {
     case v1::ConfigItem::kRoute: return InstallRoute(item.route(), true);
     case v1::ConfigItem::kRule: return InstallRule(item.rule(), true);
     case v1::ConfigItem::kAddress: return InstallAddress(item.address(), true);
+    case v1::ConfigItem::kQos: return qos_.Remove(item);
     default: return absl::OkStatus();
   }
 }

@@ -4,9 +4,10 @@
 // tests). Config goes in through rtnetlink: interface addresses and policy
 // rules through libnl-route objects; nexthop objects, nexthop groups and
 // routes that use them (nhid) through libnl messages, as libnl has no
-// nexthop object; the multipath hash through the netns's sysctls. DCB (PFC,
-// ETS, ECN) is reported `unsupported` where the device has no DCB. Ports
-// are interfaces of the same name (Ethernet0 ...).
+// nexthop object; the multipath hash through the netns's sysctls; QoS item
+// by item through dcbnl and a RED qdisc (linux_qos.h), each `unsupported`
+// with its reason where the device or kernel lacks it. Ports are interfaces
+// of the same name (Ethernet0 ...).
 //
 // Counters come from the kernel's link statistics (rtnetlink).
 //
@@ -19,6 +20,7 @@
 #include <string>
 
 #include "agents/switch/config_backend.h"
+#include "agents/switch/linux_qos.h"
 #include "agents/switch/switch_backend.h"
 
 struct nl_sock;
@@ -56,6 +58,7 @@ class LinuxBackend final : public ConfigBackend, public SwitchBackend {
   nl_sock* sock_ = nullptr;           // config: Install, Remove
   nl_sock* counters_sock_ = nullptr;  // ReadCounters
   std::map<uint32_t, uint32_t> group_members_;  // group id -> member count installed
+  LinuxQos qos_{nullptr};                        // on sock_
 };
 
 }  // namespace rocefab::switchd
