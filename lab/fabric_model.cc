@@ -187,6 +187,13 @@ absl::Status FabricModel::PlaceJobs(const v1::Scenario& scenario) {
       return absl::InvalidArgumentError(
           StrCat("job ", spec.id(), ": qps_per_connection above 256 is not modelled"));
     if (job.spec.compute_ms() <= 0) job.spec.set_compute_ms(20);
+    const std::string transport = !spec.transport().empty() ? spec.transport()
+                                  : !scenario.transport().empty() ? scenario.transport()
+                                                                  : "dcqcn";
+    if (transport != "dcqcn" && transport != "cts")
+      return absl::InvalidArgumentError(
+          StrCat("job ", spec.id(), ": transport '", transport, "' is not dcqcn or cts"));
+    job.cts = transport == "cts";
     if (!spec.hosts().empty()) {
       for (const std::string& name : spec.hosts()) {
         auto it = host_index_.find(name);
@@ -653,6 +660,28 @@ void FabricModel::ComputeRates() {
     for (double until : jobs_[f.job].conn_stall_until)
       if (now_s_ < until) f.demand = 0;
   }
+  // Receiver-driven admission: a receiver grants clear-to-send for no more
+  // than its own line rate, shared by the CTS flows coming to it, so their
+  // incast never queues at its last hop.
+  {
+    std::vector<double> granted_to(ports_.size(), 0), cts_into(ports_.size(), 0);
+    for (const Flow& f : flows_)
+      if (jobs_[f.job].cts && f.demand > 0) cts_into[f.dst] += f.demand;
+    for (Flow& f : flows_) {
+      if (!jobs_[f.job].cts || f.demand <= 0) continue;
+      const double line = channels_[ports_[f.dst].in_channel].capacity_Bps;
+      if (cts_into[f.dst] > line) f.demand *= line / cts_into[f.dst];
+    }
+  }
+  // The share of each channel's demand that reacts to ECN (DCQCN flows): a
+  // queue carrying mostly CTS flows, whose senders ignore marks, cannot be
+  // held by marking.
+  std::vector<double> dcqcn_load(channels_.size(), 0), all_load(channels_.size(), 0);
+  for (const Flow& f : flows_)
+    for (int ch : f.path) {
+      all_load[ch] += f.demand;
+      if (!jobs_[f.job].cts) dcqcn_load[ch] += f.demand;
+    }
   // What each sender does with its receiver's pause requests: a NIC always
   // obeys; a switch obeys on a lossless class, ignores them on a lossy one
   // (no PFC on the priority), and stops obeying once its watchdog has
@@ -714,7 +743,8 @@ void FabricModel::ComputeRates() {
       const double cap = ch.up ? ch.capacity_Bps * (1 - paused[i]) : 0;
       const double u = cap > 0 ? arrival[i] / cap : 1e9;
       // Marking that starts only beyond XOFF never acts before PFC does.
-      const bool marks = ch.ecn_ok && q.ecn && q.kmin_bytes < k_.xoff_bytes;
+      const bool marks = ch.ecn_ok && q.ecn && q.kmin_bytes < k_.xoff_bytes &&
+                         dcqcn_load[i] >= 0.5 * all_load[i];
       const double ecn_holds = q.control_priority ? k_.incast_pfc_utilization : k_.incast_pfc_utilization_shared_cnp;
       double f = 0;
       if (cap <= 0 || paused[i] > 0.01 || !marks) {
@@ -764,12 +794,14 @@ void FabricModel::ComputeRates() {
   }
   for (const Flow& f : flows_)
     for (int ch : f.path) channels_[ch].carried += f.rate;
-  for (Channel& ch : channels_) {
+  for (size_t i = 0; i < channels_.size(); ++i) {
+    Channel& ch = channels_[i];
     const double cap = ch.up ? ch.capacity_Bps * (1 - ch.paused) : 0;
     const double u = cap > 0 ? ch.load / cap : (ch.load > 0 ? 1e9 : 0);
     ch.mark = 0;
     const SwitchQos* q = SenderQos(ch);
-    const bool marks = q != nullptr && ch.ecn_ok && q->ecn && q->kmin_bytes < k_.xoff_bytes;
+    const bool marks = q != nullptr && ch.ecn_ok && q->ecn && q->kmin_bytes < k_.xoff_bytes &&
+                       dcqcn_load[i] >= 0.5 * all_load[i];
     if (q == nullptr) {
       ch.queue = 0;
     } else if (ch.wd_stormed && q->wd_mitigates()) {
@@ -819,6 +851,17 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
     }
     const double line = channels_[ports_[job.conns[0].first].out_channel].capacity_Bps;
     const double ideal_comm = per_conn_bytes / line + steps * k_.step_latency_s;
+    // CTS costs each step the wait for its grant. With a strict-priority
+    // class the grant overtakes data; without one it queues behind the data
+    // going to the sender, at the sender's rack switch.
+    double grant_wait_s = 0;
+    if (job.cts)
+      for (const auto& [src, dst] : job.conns) {
+        const Channel& down = channels_[ports_[src].in_channel];
+        const SwitchQos* q = SenderQos(down);
+        if (q != nullptr && !q->control_priority && down.capacity_Bps > 0)
+          grant_wait_s = std::max(grant_wait_s, down.queue / down.capacity_Bps);
+      }
     status.ideal_busbw_gbs =
         traffic_bytes / ideal_comm / 1e9 * BusBwFactor(job.spec.collective(), n);
     if (min_rate <= 1) {
@@ -828,7 +871,7 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
       continue;
     }
     status.stalled = false;
-    const double comm = per_conn_bytes / min_rate + steps * k_.step_latency_s;
+    const double comm = per_conn_bytes / min_rate + steps * (k_.step_latency_s + grant_wait_s);
     const double iteration = comm + job.spec.compute_ms() / 1e3 + job.straggler_delay_s;
     duty[j] = comm / iteration;
     const double before = job.progress;
@@ -873,10 +916,12 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
       PortCounters& to = ports_[ch.to].c;
       from.tx_bytes += bytes, from.tx_packets += packets;
       to.rx_bytes += bytes, to.rx_packets += packets;
+      // CTS senders do not set ECT (DCQCN is off): nothing to mark.
+      const double mark = jobs_[f.job].cts ? 0 : ch.mark;
       if (ports_[ch.from].sw >= 0) {
         from.queue_tx_bytes += bytes;
         from.queue_tx_packets += packets;
-        from.queue_ecn_marked += packets * unmarked * ch.mark;
+        from.queue_ecn_marked += packets * unmarked * mark;
       }
       if (ch.congestion_drop > 0 && ports_[ch.from].sw >= 0) {
         from.queue_drops += packets * kept * ch.congestion_drop;
@@ -891,7 +936,7 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
           to.symbol_errors += dropped * 3;
         }
       }
-      unmarked *= 1 - ch.mark;
+      unmarked *= 1 - mark;
       kept *= 1 - ch.drop_rate;
     }
     PortCounters& src = ports_[f.src].c;

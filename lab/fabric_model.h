@@ -152,6 +152,7 @@ class FabricModel final {
   const std::vector<int>& job_hosts(int job) const { return jobs_[job].hosts; }
   int gpus_per_host(int job) const { return jobs_[job].gpus; }
   v1::Collective job_collective(int job) const { return jobs_[job].spec.collective(); }
+  bool job_uses_cts(int job) const { return jobs_[job].cts; }
   uint64_t buffer_used_bytes(int sw) const;
   size_t flow_count() const { return flows_.size(); }
   size_t channel_count() const { return channels_.size(); }
@@ -216,6 +217,7 @@ class FabricModel final {
     int straggler_rank = -1;
     std::vector<double> conn_stall_until;  // per connection: QPs waiting out a timeout
     double straggler_delay_s = 0;
+    bool cts = false;  // receiver-driven admission instead of DCQCN
   };
   struct SwitchState {
     std::string name;

@@ -256,3 +256,62 @@ faults: [{kind: ecn_misconfig, target: z1-r01-h1}])"}) {
 
 }  // namespace
 }  // namespace rocefab::lab
+
+namespace rocefab::lab {
+namespace {
+
+// Receiver-driven admission: a slow receiver (its link degraded to 100G)
+// grants only what it can take, so its last hop never queues; under DCQCN
+// the same incast sits between Kmin and Kmax and is marked.
+TEST(FabricModelTransport, CtsAdmitsNoMoreThanASlowReceiverTakes) {
+  auto run = [](const std::string& transport) {
+    auto model = Model("transport: " + transport + R"(
+jobs: [{id: "1", num_hosts: 8, placement: spread}]
+faults: [{kind: degraded_link, target: z1-r02-h1/mlx5_1, at_s: 0, speed_gbps: 100}]
+)");
+    for (int i = 0; i < 6; ++i) model->Step(0.5, nullptr);
+    return model;
+  };
+  auto dcqcn = run("dcqcn");
+  auto cts = run("cts");
+  ASSERT_FALSE(dcqcn->job_uses_cts(0));
+  ASSERT_TRUE(cts->job_uses_cts(0));
+  const std::string last_hop = dcqcn->topology().PeerOf(
+      dcqcn->ports()[dcqcn->PortIndex("z1-r02-h1/mlx5_1")].link, "z1-r02-h1/mlx5_1");
+  const PortState& d = dcqcn->ports()[dcqcn->PortIndex(last_hop)];
+  const PortState& c = cts->ports()[cts->PortIndex(last_hop)];
+  EXPECT_GE(d.c.queue_depth_bytes, dcqcn->constants().ecn_kmin_bytes) << "DCQCN holds it between Kmin and Kmax";
+  EXPECT_GT(d.c.queue_ecn_marked, 0);
+  EXPECT_LT(c.c.queue_depth_bytes, cts->constants().ecn_kmin_bytes) << "CTS admits no more than the receiver takes";
+  double cnps = 0;
+  for (const PortState& port : cts->ports()) cnps += port.c.cnp_sent;
+  EXPECT_EQ(cnps, 0) << "DCQCN is off under CTS";
+}
+
+// What CTS does not do: collisions in the core are not at a receiver, and
+// with DCQCN off nothing but PFC holds them. The same fabric and job that
+// DCQCN holds with marks alone pause under CTS.
+TEST(FabricModelTransport, UnderCtsCoreCollisionsArePausedNotMarked) {
+  auto dcqcn = Model("transport: dcqcn\njobs: [{id: \"1\", num_hosts: 8, placement: spread}]");
+  auto cts = Model("jobs: [{id: \"1\", num_hosts: 8, placement: spread, transport: cts}]");
+  for (int i = 0; i < 6; ++i) {
+    dcqcn->Step(0.5, nullptr);
+    cts->Step(0.5, nullptr);
+  }
+  double dcqcn_marks = 0, cts_marks = 0;
+  for (const PortState& port : dcqcn->ports()) dcqcn_marks += port.c.queue_ecn_marked;
+  for (const PortState& port : cts->ports()) cts_marks += port.c.queue_ecn_marked;
+  EXPECT_GT(dcqcn_marks, 0);
+  EXPECT_EQ(TotalPfc(*dcqcn, true), 0);
+  EXPECT_EQ(cts_marks, 0);
+  EXPECT_GT(TotalPfc(*cts, true), 0);
+}
+
+TEST(FabricModelTransport, AnUnknownTransportIsAClearError) {
+  auto model = FabricModel::Create(Fabric(), ScenarioFrom("jobs: [{id: \"1\", num_hosts: 2, transport: rdma}]"));
+  ASSERT_FALSE(model.ok());
+  EXPECT_NE(std::string(model.status().message()).find("transport 'rdma' is not dcqcn or cts"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rocefab::lab
