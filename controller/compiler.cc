@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <functional>
 #include <cstdio>
 
 #include "common/strings.h"
@@ -102,6 +103,49 @@ void AddRoute(v1::SwitchConfig* config, const std::string& prefix, uint32_t grou
   route->set_port(port);
 }
 
+// The TE overrides on switch `sw`: for each whose egress port is up and
+// `usable` for its prefix, a policy rule (iif, prefix -> table) and, in the
+// egress port's table, a route to the prefix through that port alone. One
+// table (200 + the port's position) and one single-member group (500 + the
+// position) per egress port. Overrides left out leave their traffic to the
+// ECMP routes of the main table.
+void AddTeOverrides(v1::SwitchConfig* config, const std::string& sw, const std::vector<Fabric::Port>& ports,
+                    const std::vector<TeOverride>& te,
+                    const std::function<bool(const Fabric::Port&, const std::string&)>& usable) {
+  std::map<std::string, size_t> position;
+  for (size_t i = 0; i < ports.size(); ++i) position[ports[i].name] = i;
+  std::set<std::pair<size_t, std::string>> routes;
+  std::set<size_t> groups;
+  uint32_t priority = 1000;
+  for (const TeOverride& o : te) {
+    std::string_view dev, ingress, out_dev, out_port;
+    SplitPortName(o.ingress, &dev, &ingress);
+    SplitPortName(o.egress, &out_dev, &out_port);
+    if (dev != sw || out_dev != sw) continue;
+    const auto at = position.find(std::string(out_port));
+    if (at == position.end() || at->second >= 499 || ports[at->second].drained || !position.count(std::string(ingress)) ||
+        !usable(ports[at->second], o.dst_prefix))
+      continue;
+    const uint32_t table = 200 + static_cast<uint32_t>(at->second);
+    const uint32_t group = 500 + static_cast<uint32_t>(at->second);
+    if (groups.insert(at->second).second) AddGroup(config, group, {&ports[at->second]});
+    if (routes.insert({at->second, o.dst_prefix}).second) {
+      auto* item = config->add_items();
+      item->set_key(StrCat("route/t", table, "/", o.dst_prefix));
+      item->mutable_route()->set_prefix(o.dst_prefix);
+      item->mutable_route()->set_nexthop_group(group);
+      item->mutable_route()->set_table(table);
+    }
+    auto* item = config->add_items();
+    item->set_key(StrCat("rule/", ingress, "/", o.dst_prefix));
+    auto* rule = item->mutable_rule();
+    rule->set_priority(priority++);
+    rule->set_iif(std::string(ingress));
+    rule->set_prefix(o.dst_prefix);
+    rule->set_table(table);
+  }
+}
+
 }  // namespace
 
 std::string LinkAddress(int link_index, bool a_side) {
@@ -114,16 +158,14 @@ absl::StatusOr<v1::Policy> ValidatePolicy(v1::Policy policy) {
   std::vector<std::string> problems;
   if (policy.default_scheme() == v1::ROUTING_SCHEME_UNSPECIFIED)
     policy.set_default_scheme(v1::ROUTING_SCHEME_ECMP);
-  if (policy.default_scheme() == v1::ROUTING_SCHEME_TE)
-    problems.push_back("routing scheme te needs the TE allocator, which is not available yet");
   std::set<std::string> zones;
   for (auto& zone : *policy.mutable_zones()) {
     if (zone.zone().empty()) problems.push_back("a zones entry has no zone name");
     if (!zones.insert(zone.zone()).second) problems.push_back(StrCat("zone ", zone.zone(), " listed twice"));
     if (zone.scheme() == v1::ROUTING_SCHEME_UNSPECIFIED) zone.set_scheme(policy.default_scheme());
-    if (zone.scheme() == v1::ROUTING_SCHEME_TE)
-      problems.push_back(StrCat("zone ", zone.zone(), ": scheme te is not available yet"));
-    if (zone.scheme() == v1::ROUTING_SCHEME_EECMP && zone.qp_scaling() == 0) zone.set_qp_scaling(4);
+    if ((zone.scheme() == v1::ROUTING_SCHEME_EECMP || zone.scheme() == v1::ROUTING_SCHEME_TE) &&
+        zone.qp_scaling() == 0)
+      zone.set_qp_scaling(4);
     if (zone.qp_scaling() > 256) problems.push_back(StrCat("zone ", zone.zone(), ": qp_scaling above 256"));
   }
   if (policy.min_uplink_capacity() == 0) policy.set_min_uplink_capacity(0.5);
@@ -214,7 +256,8 @@ std::map<std::string, double> RemainingUplinkShare(const Topology& topology,
 absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& topology,
                                                                 const v1::Policy& policy,
                                                                 const std::set<std::string>& drained,
-                                                                uint64_t generation) {
+                                                                uint64_t generation,
+                                                                const std::vector<TeOverride>* te) {
   for (const auto& host : topology.proto().hosts())
     for (const auto& nic : host.nics())
       if (!ValidIpv4(nic.ip()))
@@ -235,9 +278,11 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
         SchemeOfZone(policy, sw.zone().empty() ? std::string() : sw.zone());
     config.set_scheme(sw.zone().empty() ? policy.default_scheme() : scheme);
     for (const auto& z : policy.zones())
-      if (z.zone() == sw.zone() && z.scheme() == v1::ROUTING_SCHEME_EECMP) config.set_qp_scaling_hint(z.qp_scaling());
-    if (config.scheme() == v1::ROUTING_SCHEME_EECMP && config.qp_scaling_hint() == 0)
-      config.set_qp_scaling_hint(4);
+      if (z.zone() == sw.zone() && (z.scheme() == v1::ROUTING_SCHEME_EECMP || z.scheme() == v1::ROUTING_SCHEME_TE))
+        config.set_qp_scaling_hint(z.qp_scaling());
+    // TE's fallback is E-ECMP: the QP entropy in the hash, and QP scaling.
+    const bool entropy = config.scheme() == v1::ROUTING_SCHEME_EECMP || config.scheme() == v1::ROUTING_SCHEME_TE;
+    if (entropy && config.qp_scaling_hint() == 0) config.set_qp_scaling_hint(4);
     const auto it = fabric.ports.find(sw.name());
     if (it == fabric.ports.end()) {
       configs[sw.name()] = config;
@@ -315,6 +360,12 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
         }
         AddRoute(&config, prefix, it->second, "");
       }
+      if (config.scheme() == v1::ROUTING_SCHEME_TE && te != nullptr)
+        AddTeOverrides(&config, sw.name(), ports, *te, [&](const Fabric::Port& out, const std::string& prefix) {
+          const auto owner = prefix_owner.find(prefix);
+          return !out.to_host && role_of(out.peer_dev) == v1::SWITCH_ROLE_CTSW && owner != prefix_owner.end() &&
+                 ctsw_reaches(out.peer_dev, owner->second);
+        });
     } else {
       // CTSW: each rack of its zone through the parallel links to its RTSW;
       // everything else up to the ATSWs. ATSW: each zone through its CTSWs.
@@ -345,6 +396,11 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
         if (auto g = group_of.find(target); g != group_of.end()) AddRoute(&config, prefix, g->second, "");
         else if (up_group != 0 && zone_of(owner) != sw.zone()) AddRoute(&config, prefix, up_group, "");
       }
+      if (sw.role() == v1::SWITCH_ROLE_CTSW && config.scheme() == v1::ROUTING_SCHEME_TE && te != nullptr)
+        AddTeOverrides(&config, sw.name(), ports, *te, [&](const Fabric::Port& out, const std::string& prefix) {
+          const auto owner = prefix_owner.find(prefix);
+          return owner != prefix_owner.end() && out.peer_dev == owner->second;
+        });
     }
     auto* hash = config.add_items();
     hash->set_key("hash");
@@ -352,7 +408,7 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
       hash->mutable_hash()->add_fields(field);
     // E-ECMP: the RoCE destination QP adds entropy between the QPs of one
     // connection, which share their addresses and ports.
-    if (config.scheme() == v1::ROUTING_SCHEME_EECMP) hash->mutable_hash()->add_fields("roce_dst_qp");
+    if (entropy) hash->mutable_hash()->add_fields("roce_dst_qp");
     // QoS item by item, so that a switch reports each as applied or
     // unsupported on its own (a Linux port without DCB takes ECN but not
     // PFC). Only what the policy sets.

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/topology.h"
+#include "controller/te.h"
 #include "rocefab/v1/control.pb.h"
 
 namespace rocefab::controller {
@@ -26,11 +27,16 @@ std::string LinkAddress(int link_index, bool a_side);
 std::string ContentHash(const v1::SwitchConfig& config);
 
 // Desired config per switch, stamped with `generation`. `drained` holds
-// "switch/port" names whose links are out of every group.
+// "switch/port" names whose links are out of every group. Under `scheme:
+// te`, the switches route like `eecmp` (the fallback) and each RTSW also
+// gets the TE overrides on it from `te`: a policy rule (iif <ingress> to
+// <prefix> lookup <table>) per override, and in each uplink's table a route
+// to the prefix through that uplink alone (docs/controller.md, "TE").
 absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& topology,
                                                                 const v1::Policy& policy,
                                                                 const std::set<std::string>& drained,
-                                                                uint64_t generation);
+                                                                uint64_t generation,
+                                                                const std::vector<TeOverride>* te = nullptr);
 
 // The share of each rack's uplink capacity left with `drained` out, by RTSW.
 std::map<std::string, double> RemainingUplinkShare(const Topology& topology,

@@ -156,11 +156,43 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"StrictClassPaused", "qos: {pfc_priorities: [3, 6], strict_priority_tc: 6}",
             "must not be a PFC priority"},
         Bad{"WatchdogAction", "qos: {pfc_watchdog: {action: reboot}}", "is not drop, forward or alert"},
-        Bad{"TeNotYet", "default_scheme: te", "te needs the TE allocator"},
         Bad{"ZoneTwice", "zones: [{zone: z1, scheme: ecmp}, {zone: z1, scheme: eecmp}]",
             "zone z1 listed twice"},
         Bad{"Capacity", "min_uplink_capacity: 1.5", "min_uplink_capacity must be in (0, 1]"}),
     [](const auto& info) { return info.param.name; });
+
+// `scheme: te`: E-ECMP routes as the fallback, and each override as a rule
+// over a single-uplink table route; an override on a drained uplink is
+// left out, so its traffic keeps the fallback.
+TEST(Compiler, TeOverridesBecomeRulesOverTheEecmpFallback) {
+  v1::Policy policy;
+  ASSERT_TRUE(LoadYamlConfig("default_scheme: te", "p.yaml", &policy).ok());
+  auto valid = ValidatePolicy(policy);
+  ASSERT_TRUE(valid.ok()) << valid.status();
+  const std::vector<TeOverride> te = {{"z1-rtsw01/Ethernet0", "10.1.2.0/24", "z1-rtsw01/Ethernet32"},
+                                      {"z1-rtsw01/Ethernet4", "10.1.2.0/24", "z1-rtsw01/Ethernet48"}};
+  auto configs = Compile(*Fabric(), *valid, {}, 1, &te);
+  ASSERT_TRUE(configs.ok()) << configs.status();
+  const v1::SwitchConfig& rtsw = configs->at("z1-rtsw01");
+  EXPECT_EQ(rtsw.qp_scaling_hint(), 4u);
+  EXPECT_EQ(Item(rtsw, "hash")->hash().fields_size(), 6) << "roce_dst_qp in the fallback's hash";
+  ASSERT_NE(Item(rtsw, "route/10.1.2.0/24"), nullptr) << "the ECMP fallback stays";
+  const v1::ConfigItem* rule = Item(rtsw, "rule/Ethernet0/10.1.2.0/24");
+  ASSERT_NE(rule, nullptr);
+  EXPECT_EQ(rule->rule().iif(), "Ethernet0");
+  const std::string table_route = "route/t" + std::to_string(rule->rule().table()) + "/10.1.2.0/24";
+  ASSERT_NE(Item(rtsw, table_route), nullptr);
+  const uint32_t group = Item(rtsw, table_route)->route().nexthop_group();
+  const v1::ConfigItem* nhg = Item(rtsw, "nhg/" + std::to_string(group));
+  ASSERT_NE(nhg, nullptr);
+  ASSERT_EQ(nhg->nexthop_group().nexthops_size(), 1);
+  EXPECT_EQ(nhg->nexthop_group().nexthops(0).port(), "Ethernet32");
+  // Drained: no rule for the override that used it.
+  auto drained = Compile(*Fabric(), *valid, {"z1-rtsw01/Ethernet32"}, 2, &te);
+  ASSERT_TRUE(drained.ok());
+  EXPECT_EQ(Item(drained->at("z1-rtsw01"), "rule/Ethernet0/10.1.2.0/24"), nullptr);
+  EXPECT_NE(Item(drained->at("z1-rtsw01"), "rule/Ethernet4/10.1.2.0/24"), nullptr);
+}
 
 }  // namespace
 }  // namespace rocefab::controller

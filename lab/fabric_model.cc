@@ -389,6 +389,31 @@ std::vector<int> FabricModel::AppliedNextHops(int sw, int dst) const {
   return out;
 }
 
+std::vector<int> FabricModel::RuleNextHops(int sw, int ingress, int dst) const {
+  const AppliedRouting& applied = *applied_[sw];
+  if (applied.rules.empty()) return {};
+  const uint32_t rack = nic_ip_[dst] & 0xffffff00u;
+  const auto rule = applied.rules.find({ingress, rack});
+  if (rule == applied.rules.end()) return {};
+  const auto table = applied.tables.find(rule->second);
+  if (table == applied.tables.end()) return {};
+  const auto route = table->second.find(rack);
+  if (route == table->second.end()) return {};
+  std::vector<int> out;
+  for (int port : route->second)
+    if (channels_[ports_[port].out_channel].up) out.push_back(ports_[port].out_channel);
+  return out;
+}
+
+std::map<std::pair<std::string, std::string>, double> FabricModel::OfferedTraffic() const {
+  std::map<std::pair<std::string, std::string>, double> out;
+  for (const Flow& f : flows_)
+    if (f.demand > 0)
+      out[{StrCat(ports_[f.src].device, "/", ports_[f.src].name), StrCat(ports_[f.dst].device, "/", ports_[f.dst].name)}] +=
+          f.demand;
+  return out;
+}
+
 std::vector<int> FabricModel::Route(int src, int dst, uint16_t sport, uint16_t conn_sport,
                                     uint32_t qp) const {
   std::vector<int> path;
@@ -400,14 +425,17 @@ std::vector<int> FabricModel::Route(int src, int dst, uint16_t sport, uint16_t c
   // or the default fabric routing when it has none.
   for (int hop = 0; hop < 8; ++hop) {
     const bool has_applied = applied_[sw].has_value();
-    std::vector<int> candidates = has_applied ? AppliedNextHops(sw, dst) : DefaultNextHops(sw, dst);
+    std::vector<int> candidates;
+    if (has_applied) candidates = RuleNextHops(sw, channels_[path.back()].to, dst);
+    if (candidates.empty()) candidates = has_applied ? AppliedNextHops(sw, dst) : DefaultNextHops(sw, dst);
     // Plain ECMP hashes the 5-tuple, which all QPs of one connection share;
     // E-ECMP also hashes the destination QP. Without applied config the
     // NIC's per-QP source port gives the entropy.
     uint16_t key_port = sport;
     uint32_t key_qp = 0;
     if (has_applied) {
-      if (applied_[sw]->scheme == v1::ROUTING_SCHEME_EECMP) key_qp = qp + 1;
+      if (applied_[sw]->scheme == v1::ROUTING_SCHEME_EECMP || applied_[sw]->scheme == v1::ROUTING_SCHEME_TE)
+        key_qp = qp + 1;
       else key_port = conn_sport;
     }
     const int ch = PickChannel(sw, candidates, src, dst, key_port, key_qp);
@@ -450,8 +478,22 @@ void FabricModel::SetAppliedConfig(const v1::SwitchConfig& config) {
       const int port = PortIndex(StrCat(config.switch_name(), "/", route.port()));
       if (port >= 0) ports.push_back(port);
     }
-    if (len == 32) routing.host_routes[ip] = ports;
-    else if (len == 24) routing.rack_routes[ip & 0xffffff00u] = ports;
+    if (route.table() != 0) {
+      if (len == 24) routing.tables[route.table()][ip & 0xffffff00u] = ports;
+    } else if (len == 32) {
+      routing.host_routes[ip] = ports;
+    } else if (len == 24) {
+      routing.rack_routes[ip & 0xffffff00u] = ports;
+    }
+  }
+  for (const auto& item : config.items()) {
+    if (!item.has_rule()) continue;
+    unsigned a, b, c, d, len;
+    const int ingress = PortIndex(StrCat(config.switch_name(), "/", item.rule().iif()));
+    if (ingress < 0 || std::sscanf(item.rule().prefix().c_str(), "%u.%u.%u.%u/%u", &a, &b, &c, &d, &len) != 5 ||
+        len != 24)
+      continue;
+    routing.rules[{ingress, (a << 24) | (b << 16) | (c << 8)}] = item.rule().table();
   }
   applied_[it->second] = std::move(routing);
   // The QoS items together (qos/dscp, qos/pfc, qos/ecn, ...). A policy that

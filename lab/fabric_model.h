@@ -164,6 +164,9 @@ class FabricModel final {
   // How unevenly the rack switches' uplinks are loaded: the busiest uplink's
   // utilisation over the mean of all of them (1 = perfectly even).
   double UplinkImbalance() const;
+  // The load each (source NIC, destination NIC) pair offers, bytes/s, last
+  // tick: what a TE allocator's traffic matrix is built from.
+  std::map<std::pair<std::string, std::string>, double> OfferedTraffic() const;
   // Channels a flow from `src` NIC port to `dst` NIC port takes: `sport` is
   // its QP's UDP source port, `conn_sport` its connection's first QP's, `qp`
   // its index within the connection. Exposed for tests.
@@ -241,6 +244,10 @@ class FabricModel final {
                   uint16_t sport, uint32_t qp) const;
   std::vector<int> DefaultNextHops(int sw, int dst) const;
   std::vector<int> AppliedNextHops(int sw, int dst) const;
+  // The up next hops of the table a policy rule picks for traffic entering
+  // `sw` by `ingress` for `dst`; empty when no rule matches or the table's
+  // route has no live next hop (the kernel then goes on to the main table).
+  std::vector<int> RuleNextHops(int sw, int ingress, int dst) const;
   std::vector<int> UpChannelsToward(int sw, int neighbor_sw) const;
   bool SwitchReaches(int sw, int rtsw) const;
 
@@ -266,6 +273,10 @@ class FabricModel final {
     uint32_t qp_scaling_hint = 0;
     std::map<uint32_t, std::vector<int>> host_routes;  // /32 -> egress ports
     std::map<uint32_t, std::vector<int>> rack_routes;  // /24 -> egress ports
+    // Policy routing (TE overrides): (ingress port, /24) -> table, and each
+    // table's /24 routes.
+    std::map<std::pair<int, uint32_t>, uint32_t> rules;
+    std::map<uint32_t, std::map<uint32_t, std::vector<int>>> tables;
   };
   std::vector<std::optional<AppliedRouting>> applied_;  // per switch
   std::vector<SwitchQos> qos_;                          // per switch

@@ -1,0 +1,179 @@
+// Centralized TE in the lab: a traffic matrix measured from the model, the
+// CSPF allocator, its overrides compiled as policy rules over the E-ECMP
+// fallback, and the model routing by them. For a fragmented placement TE
+// evens the rack uplinks better than E-ECMP, and a dead uplink's overrides
+// fall back to ECMP without a new config.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+#include <random>
+
+#include "common/config_loader.h"
+#include "controller/compiler.h"
+#include "controller/te.h"
+#include "lab/fabric_model.h"
+#include "lab/topology_gen.h"
+
+namespace rocefab {
+namespace {
+
+std::shared_ptr<const Topology> Zone() {
+  lab::TopologyParams params;  // the demo zone: 8 racks x 2 hosts x 8 NICs, 4 CTSWs
+  return *Topology::Build(*lab::GenerateTopology(params));
+}
+
+std::string Prefix24(const std::string& ip) { return ip.substr(0, ip.rfind('.')) + ".0/24"; }
+
+// The traffic matrix as the collector serves it: bytes/s per (RTSW ingress
+// port, destination rack), from what each NIC offers to each peer.
+std::vector<controller::TeDemand> Demands(const lab::FabricModel& model) {
+  const Topology& topo = model.topology();
+  std::map<std::pair<std::string, std::string>, double> matrix;
+  for (const auto& [pair, bytes] : model.OfferedTraffic()) {
+    const auto& [src, dst] = pair;
+    const std::string ingress = topo.PeerOf(topo.LinkOfPort(src), src);
+    std::string_view host, nic;
+    SplitPortName(dst, &host, &nic);
+    for (const auto& n : topo.FindHost(host)->nics())
+      if (n.name() == nic) matrix[{ingress, Prefix24(n.ip())}] += bytes;
+  }
+  std::vector<controller::TeDemand> out;
+  for (const auto& [key, bytes] : matrix) out.push_back({key.first, key.second, bytes});
+  return out;
+}
+
+struct Outcome {
+  double busbw = 0;
+  double max_uplink = 0;  // utilisation of the busiest RTSW uplink
+  double imbalance = 0;   // max / mean over the RTSW uplinks that carry traffic
+};
+
+Outcome Measure(const lab::FabricModel& model) {
+  Outcome out;
+  out.busbw = model.jobs()[0].busbw_gbs;
+  double sum = 0;
+  int used = 0;
+  for (const auto& port : model.ports()) {
+    if (port.device.find("rtsw") == std::string::npos) continue;
+    if (model.topology().PeerOf(port.link, port.device + "/" + port.name).find("ctsw") == std::string::npos) continue;
+    const double u = model.ChannelUtilization(port.out_channel);
+    if (u <= 0) continue;
+    out.max_uplink = std::max(out.max_uplink, u);
+    sum += u;
+    ++used;
+  }
+  out.imbalance = used ? out.max_uplink / (sum / used) : 0;
+  return out;
+}
+
+// A fragmented placement: `hosts` hosts picked at random over the zone's
+// racks (seeded), as a busy scheduler leaves them.
+std::string Fragmented(const Topology& topo, int hosts, uint32_t seed) {
+  std::vector<std::string> names;
+  for (const auto& h : topo.proto().hosts()) names.push_back(h.name());
+  std::mt19937 rng(seed);
+  std::shuffle(names.begin(), names.end(), rng);
+  std::string yaml = "jobs: [{id: \"4711\", qps_per_connection: 4, hosts: [";
+  for (int i = 0; i < hosts; ++i) yaml += (i ? ", " : "") + names[i];
+  return yaml + "]}]";
+}
+
+std::unique_ptr<lab::FabricModel> Apply(std::shared_ptr<const Topology> topo, const std::string& scenario_yaml,
+                                        const std::string& scheme, const std::vector<controller::TeOverride>* te) {
+  v1::Scenario scenario;
+  EXPECT_TRUE(LoadYamlConfig(scenario_yaml, "s.yaml", &scenario).ok()) << scenario_yaml;
+  auto model = lab::FabricModel::Create(topo, scenario);
+  EXPECT_TRUE(model.ok()) << model.status();
+  v1::Policy policy;
+  EXPECT_TRUE(LoadYamlConfig("default_scheme: " + scheme, "p.yaml", &policy).ok());
+  auto configs = controller::Compile(*topo, *controller::ValidatePolicy(policy), {}, 1, te);
+  EXPECT_TRUE(configs.ok()) << configs.status();
+  for (const auto& [name, config] : *configs) (*model)->SetAppliedConfig(config);
+  return std::move(*model);
+}
+
+TEST(TeInTheLab, EvensTheUplinksOfFragmentedJobsBetterThanEecmp) {
+  auto topo = Zone();
+  int better = 0;
+  const int placements = 8;
+  for (uint32_t seed = 1; seed <= placements; ++seed) {
+    const std::string scenario = Fragmented(*topo, 8, seed);
+    auto eecmp = Apply(topo, scenario, "eecmp", nullptr);
+    eecmp->Step(0.5, nullptr);
+    const Outcome e = Measure(*eecmp);
+    auto te = controller::AllocateTe(*topo, Demands(*eecmp), {});
+    ASSERT_TRUE(te.ok()) << te.status();
+    EXPECT_GT(te->placed, 0u);
+    auto with_te = Apply(topo, scenario, "te", &te->overrides);
+    with_te->Step(0.5, nullptr);
+    const Outcome t = Measure(*with_te);
+    SCOPED_TRACE(scenario);
+    std::cout << "placement " << seed << ": e-ecmp max/mean " << e.imbalance << " busbw " << e.busbw
+              << " | te max/mean " << t.imbalance << " busbw " << t.busbw << " (allocator predicted max "
+              << te->max_utilization << ", model " << t.max_uplink << ")\n";
+    EXPECT_LE(t.imbalance, e.imbalance + 1e-9);
+    EXPECT_GE(t.busbw, e.busbw * 0.999);
+    // The model agrees with what the allocator predicted for the uplinks.
+    EXPECT_LE(t.max_uplink, te->max_utilization + 1e-6);
+    if (t.imbalance < e.imbalance - 0.05) ++better;
+  }
+  EXPECT_GE(better, placements / 2) << "TE should be clearly more even on most placements";
+}
+
+TEST(TeInTheLab, ADeadUplinksOverridesFallBackToEcmpAtOnce) {
+  auto topo = Zone();
+  const std::string placement = Fragmented(*topo, 8, 3);
+  auto probe = Apply(topo, placement, "eecmp", nullptr);
+  probe->Step(0.5, nullptr);
+  auto te = controller::AllocateTe(*topo, Demands(*probe), {});
+  ASSERT_TRUE(te.ok());
+  ASSERT_FALSE(te->overrides.empty());
+  const auto first_rtsw = std::find_if(te->overrides.begin(), te->overrides.end(),
+                                       [](const auto& o) { return o.ingress.find("rtsw") != std::string::npos; });
+  ASSERT_NE(first_rtsw, te->overrides.end());
+  const std::string uplink = first_rtsw->egress;
+  // The uplink goes down at 1 s and stays down; the config is not changed.
+  const std::string scenario = placement.substr(0, placement.size()) +
+                               "\nfaults: [{kind: link_flap, target: " + uplink +
+                               ", at_s: 1, flap_down_s: 1000, flap_up_s: 1}]";
+  auto model = Apply(topo, scenario, "te", &te->overrides);
+  const int channel = model->ChannelOf(uplink);
+  ASSERT_GE(channel, 0);
+  model->Step(0.5, nullptr);
+  model->Step(0.5, nullptr);
+  EXPECT_GT(model->ChannelUtilization(channel), 0) << "the override's uplink carries its traffic";
+  const double before = model->jobs()[0].busbw_gbs;
+  // The QPs on it wait out their timeout (1 s), then run on the fallback.
+  for (int i = 0; i < 6; ++i) model->Step(0.5, nullptr);
+  EXPECT_EQ(model->ChannelUtilization(channel), 0);
+  EXPECT_FALSE(model->jobs()[0].stalled);
+  EXPECT_GT(model->jobs()[0].busbw_gbs, before * 0.5) << "the job runs on the ECMP fallback";
+}
+
+TEST(TeAllocator, RejectsADemandThatIsNotAnRtswPortAndARack) {
+  auto topo = Zone();
+  auto result = controller::AllocateTe(*topo, {{"z1-ctsw01/Ethernet0", "10.1.1.0/24", 1e9}}, {});
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(std::string(result.status().message()).find("not an RTSW port"), std::string::npos);
+}
+
+TEST(TeAllocator, NeverUsesAnUnusableUplinkAndIsDeterministic) {
+  auto topo = Zone();
+  auto probe = Apply(topo, Fragmented(*topo, 8, 5), "eecmp", nullptr);
+  probe->Step(0.5, nullptr);
+  const auto demands = Demands(*probe);
+  auto first = controller::AllocateTe(*topo, demands, {});
+  ASSERT_TRUE(first.ok());
+  ASSERT_FALSE(first->overrides.empty());
+  const std::string dead = first->overrides[0].egress;
+  auto second = controller::AllocateTe(*topo, demands, {dead});
+  ASSERT_TRUE(second.ok());
+  for (const auto& o : second->overrides) EXPECT_NE(o.egress, dead);
+  auto again = controller::AllocateTe(*topo, demands, {dead});
+  ASSERT_EQ(again->overrides.size(), second->overrides.size());
+  for (size_t i = 0; i < again->overrides.size(); ++i) EXPECT_EQ(again->overrides[i].egress, second->overrides[i].egress);
+}
+
+}  // namespace
+}  // namespace rocefab
