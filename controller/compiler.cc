@@ -270,6 +270,17 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
   for (const auto& [rtsw, prefixes] : fabric.prefixes)
     for (const auto& prefix : prefixes) prefix_owner[prefix] = rtsw;
 
+  // What each switch still reaches over undrained links (its neighbour
+  // switches), and which reach an ATSW: asked once per (uplink, prefix).
+  std::map<std::string, std::set<std::string>> reach;
+  std::set<std::string> reaches_atsw;
+  for (const auto& [name, list] : fabric.ports)
+    for (const auto& port : list) {
+      if (port.drained || port.to_host) continue;
+      reach[name].insert(port.peer_dev);
+      const v1::TopoSwitch* peer = topology.FindSwitch(port.peer_dev);
+      if (peer != nullptr && peer->role() == v1::SWITCH_ROLE_ATSW) reaches_atsw.insert(name);
+    }
   for (const auto& sw : topology.proto().switches()) {
     v1::SwitchConfig config;
     config.set_switch_name(sw.name());
@@ -332,14 +343,10 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
       // to an ATSW): otherwise draining a CTSW-RTSW link would blackhole
       // the traffic other racks keep sending through that CTSW.
       auto ctsw_reaches = [&](const std::string& ctsw, const std::string& owner) {
-        const auto ports_of = fabric.ports.find(ctsw);
-        if (ports_of == fabric.ports.end()) return false;
-        for (const auto& p : ports_of->second) {
-          if (p.drained || p.to_host) continue;
-          if (p.peer_dev == owner) return true;
-          if (zone_of(owner) != sw.zone() && role_of(p.peer_dev) == v1::SWITCH_ROLE_ATSW) return true;
-        }
-        return false;
+        const auto r = reach.find(ctsw);
+        if (r == reach.end()) return false;
+        if (r->second.count(owner)) return true;
+        return zone_of(owner) != sw.zone() && reaches_atsw.count(ctsw) > 0;
       };
       std::map<std::vector<const Fabric::Port*>, uint32_t> group_ids;
       size_t slice = 0;
