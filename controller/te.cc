@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <random>
 #include <tuple>
 
@@ -22,6 +23,152 @@ struct Link {
   double capacity = 0;    // bytes/s
   double load = 0;
 };
+
+using Uplinks = std::map<std::string, std::vector<Link>>;
+using Downlinks = std::map<std::pair<std::string, std::string>, std::vector<Link>>;
+
+// The exact placement for the Llama 3 shape: one link from every RTSW to
+// every CTSW of its zone, every demand the size of a link. Placing demands
+// is then colouring the edges of a bipartite graph (senders' RTSWs on one
+// side, receivers' on the other, a demand an edge, a CTSW a colour) so that
+// no RTSW sends or receives twice on one colour: possible with as many
+// colours as the largest degree (Konig), which is at most the CTSW count
+// when no RTSW sends or receives more than line rate. Each edge takes a
+// colour free at both ends, or else a colour free at its sender after the
+// two-colour alternating path from its receiver is swapped (Kempe chain).
+// Empty when the fabric or the demands are not of that shape.
+std::optional<TeResult> ColorEdges(const Topology& topology, const std::vector<TeDemand>& demands,
+                                   const Uplinks& uplinks, const Downlinks& downlinks,
+                                   const std::map<std::string, std::string>& rack_of_prefix) {
+  double size = 0;
+  std::map<std::string, std::map<std::string, const Link*>> up_to;  // RTSW -> CTSW -> its one uplink
+  for (const auto& [rtsw, list] : uplinks)
+    for (const Link& l : list) {
+      if (up_to[rtsw].count(l.peer)) return std::nullopt;  // parallel uplinks
+      if (size == 0) size = l.capacity;
+      if (l.capacity != size) return std::nullopt;
+      up_to[rtsw][l.peer] = &l;
+    }
+  for (const auto& [key, list] : downlinks)
+    if (list.size() != 1 || list[0].capacity != size) return std::nullopt;
+  struct Edge {
+    const TeDemand* demand;
+    std::string src, dst;
+    int color = -1;
+  };
+  std::vector<Edge> edges;
+  std::map<std::string, std::vector<std::string>> colors_of_zone;  // zone -> its CTSWs, sorted
+  for (const TeDemand& d : demands) {
+    if (!(d.bytes_per_s > 0)) continue;
+    std::string_view src, port;
+    SplitPortName(d.ingress, &src, &port);
+    const auto owner = rack_of_prefix.find(d.dst_prefix);
+    if (owner == rack_of_prefix.end() || owner->second == src) continue;
+    const v1::TopoSwitch* a = topology.FindSwitch(src);
+    const v1::TopoSwitch* b = topology.FindSwitch(owner->second);
+    if (a == nullptr || b == nullptr || a->zone() != b->zone()) continue;
+    if (d.bytes_per_s != size) return std::nullopt;
+    edges.push_back({&d, std::string(src), owner->second});
+  }
+  // Every RTSW of a zone must have one usable link up to each CTSW of the
+  // zone and one down from it: a drained or dead link breaks the shape,
+  // and the greedy placement stands.
+  std::map<std::string, std::set<std::string>> zone_ctsws;
+  for (const auto& [rtsw, targets] : up_to) {
+    const v1::TopoSwitch* sw = topology.FindSwitch(rtsw);
+    for (const auto& [ctsw, link] : targets) zone_ctsws[sw->zone()].insert(ctsw);
+  }
+  for (const auto& [rtsw, targets] : up_to) {
+    const std::set<std::string>& all = zone_ctsws[topology.FindSwitch(rtsw)->zone()];
+    if (targets.size() != all.size()) return std::nullopt;
+    for (const std::string& ctsw : all)
+      if (!downlinks.count({ctsw, rtsw})) return std::nullopt;
+  }
+  for (const Edge& edge : edges)
+    if (!up_to.count(edge.src) || !up_to.count(edge.dst)) return std::nullopt;
+  // Colours are CTSW names; every RTSW of a zone reaches all of them.
+  std::map<std::string, int> color_index;
+  std::vector<std::string> color_name;
+  for (const auto& [rtsw, targets] : up_to)
+    for (const auto& [ctsw, link] : targets)
+      if (color_index.emplace(ctsw, static_cast<int>(color_name.size())).second) color_name.push_back(ctsw);
+  // at_src[s][c] / at_dst[d][c]: the edge using colour c there, or -1.
+  std::map<std::string, std::vector<int>> at_src, at_dst;
+  auto slot = [&](std::map<std::string, std::vector<int>>& side, const std::string& rtsw) -> std::vector<int>& {
+    auto& v = side[rtsw];
+    if (v.empty()) v.assign(color_name.size(), -1);
+    return v;
+  };
+  auto usable = [&](const std::string& src, const std::string& dst, int c) {
+    const auto targets = up_to.find(src);
+    return targets != up_to.end() && targets->second.count(color_name[c]) &&
+           downlinks.count({color_name[c], dst});
+  };
+  TeResult result;
+  for (int e = 0; e < static_cast<int>(edges.size()); ++e) {
+    Edge& edge = edges[e];
+    std::vector<int>& src_slots = slot(at_src, edge.src);
+    std::vector<int>& dst_slots = slot(at_dst, edge.dst);
+    int a = -1, b = -1;
+    for (int c = 0; c < static_cast<int>(color_name.size()); ++c) {
+      if (!usable(edge.src, edge.dst, c)) continue;
+      if (a < 0 && src_slots[c] < 0) a = c;
+      if (b < 0 && dst_slots[c] < 0) b = c;
+      if (src_slots[c] < 0 && dst_slots[c] < 0) {
+        a = b = c;
+        break;
+      }
+    }
+    if (a < 0 || b < 0) {
+      ++result.left_ecmp;  // more than line rate at one end: left to ECMP
+      continue;
+    }
+    if (a != b) {
+      // The a/b path from the receiver: its a-edge, that edge's sender's
+      // b-edge, and so on. Swapping a and b along it frees a at the
+      // receiver; it never reaches this sender, where a is free.
+      std::vector<int> path;
+      std::string at = edge.dst;
+      bool receiver_side = true;
+      int want = a;
+      while (true) {
+        std::vector<int>& slots = slot(receiver_side ? at_dst : at_src, at);
+        const int next = slots[want];
+        if (next < 0) break;
+        path.push_back(next);
+        at = receiver_side ? edges[next].src : edges[next].dst;
+        receiver_side = !receiver_side;
+        want = want == a ? b : a;
+      }
+      for (int p : path) {
+        slot(at_src, edges[p].src)[edges[p].color] = -1;
+        slot(at_dst, edges[p].dst)[edges[p].color] = -1;
+      }
+      for (int p : path) {
+        edges[p].color = edges[p].color == a ? b : a;
+        slot(at_src, edges[p].src)[edges[p].color] = p;
+        slot(at_dst, edges[p].dst)[edges[p].color] = p;
+      }
+      // A swapped edge must still have both links (the fabric is uniform,
+      // so it has; a drained link would have failed the shape check).
+    }
+    edge.color = a;
+    slot(at_src, edge.src)[a] = e;
+    slot(at_dst, edge.dst)[a] = e;
+  }
+  for (const Edge& edge : edges) {
+    if (edge.color < 0) continue;
+    const Link* up = up_to[edge.src][color_name[edge.color]];
+    const Link& down = downlinks.at({color_name[edge.color], edge.dst})[0];
+    result.overrides.push_back({edge.demand->ingress, edge.demand->dst_prefix, up->port});
+    result.overrides.push_back({up->peer_port, edge.demand->dst_prefix, down.port});
+    ++result.placed;
+  }
+  // Each link carries one demand at most: the busiest is full, no more.
+  result.max_utilization = result.placed > 0 ? 1.0 : 0.0;
+  result.spread = static_cast<double>(2 * result.placed);
+  return result;
+}
 
 }  // namespace
 
@@ -149,6 +296,15 @@ absl::StatusOr<TeResult> AllocateTe(const Topology& topology, std::vector<TeDema
       }
     return result;
   };
+  // The Llama 3 shape has an exact placement; anything else gets the best
+  // of the greedy orders.
+  if (auto exact = ColorEdges(topology, demands, fresh_up, fresh_down, rack_of_prefix);
+      exact.has_value() && exact->left_ecmp == 0) {
+    std::sort(exact->overrides.begin(), exact->overrides.end(), [](const TeOverride& x, const TeOverride& y) {
+      return std::tie(x.ingress, x.dst_prefix) < std::tie(y.ingress, y.dst_prefix);
+    });
+    return std::move(*exact);
+  }
   absl::StatusOr<TeResult> best = place(demands);
   if (!best.ok()) return best.status();
   std::mt19937 rng(1);

@@ -151,6 +151,34 @@ TEST(TeInTheLab, ADeadUplinksOverridesFallBackToEcmpAtOnce) {
   EXPECT_GT(model->jobs()[0].busbw_gbs, before * 0.5) << "the job runs on the ECMP fallback";
 }
 
+// The Llama 3 shape (one link from every RTSW to each of 16 CTSWs, demands
+// at line rate): greedy placement strands demands on full links, and the
+// edge-colouring placement leaves none. Every NIC's demand gets a path of
+// its own, and the job runs at line rate.
+TEST(TeInTheLab, OnTheLlamaShapeEveryDemandGetsAFreePath) {
+  lab::TopologyParams params;
+  params.racks_per_zone = 16;
+  params.hosts_per_rack = 2;
+  params.nics_per_host = 8;
+  params.ctsw_per_zone = 16;
+  auto topo = *Topology::Build(*lab::GenerateTopology(params));
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    const std::string scenario = Fragmented(*topo, 24, seed);
+    auto eecmp = Apply(topo, scenario, "eecmp", nullptr);
+    eecmp->Step(0.5, nullptr);
+    auto te = controller::AllocateTe(*topo, Demands(*eecmp), {});
+    ASSERT_TRUE(te.ok()) << te.status();
+    EXPECT_LE(te->max_utilization, 1 + 1e-9) << scenario;
+    EXPECT_EQ(te->left_ecmp, 0u);
+    auto with_te = Apply(topo, scenario, "te", &te->overrides);
+    with_te->Step(0.5, nullptr);
+    const auto& job = with_te->jobs()[0];
+    std::cout << "placement " << seed << ": e-ecmp busbw " << eecmp->jobs()[0].busbw_gbs << ", te " << job.busbw_gbs
+              << " of " << job.ideal_busbw_gbs << " ideal\n";
+    EXPECT_GE(job.busbw_gbs, job.ideal_busbw_gbs * 0.99) << scenario;
+  }
+}
+
 TEST(TeAllocator, RejectsADemandThatIsNotAnRtswPortAndARack) {
   auto topo = Zone();
   auto result = controller::AllocateTe(*topo, {{"z1-ctsw01/Ethernet0", "10.1.1.0/24", 1e9}}, {});
