@@ -150,6 +150,65 @@ TEST_F(LinuxBackendTest, EveryItemKindReachesTheKernelAndLeavesIt) {
   EXPECT_EQ(reading->ports.at("Ethernet0").queues.count(0), 1u);
 }
 
+// A TE override as the compiler emits it (compiler.h): a single-uplink
+// group, a route in that uplink's table, and a rule sending what enters on
+// a host port for a rack there. The kernel holds all three, and when the
+// uplink loses carrier, lookup falls through to the main table's ECMP route.
+TEST_F(LinuxBackendTest, TeOverridesAreRulesOverTablesAndFallBackWhenTheUplinkDies) {
+  LinuxBackend backend("z1-rtsw01");
+  Ip({"link", "add", "Ethernet8", "type", "veth", "peer", "name", "pEthernet8"});
+  for (const char* port : {"Ethernet8", "pEthernet8"}) Ip({"link", "set", port, "up"});
+  std::string out;
+  testing::RunCommand({"/usr/sbin/sysctl", "-w", "net.ipv4.ip_forward=1",
+                       "net.ipv4.conf.all.ignore_routes_with_linkdown=1"}, &out, &out);
+  ASSERT_TRUE(backend.Install(Address("Ethernet4", "100.64.0.2/31")).ok());
+  ASSERT_TRUE(backend.Install(Address("Ethernet8", "100.64.0.4/31")).ok());
+  ASSERT_TRUE(backend.Install(Address("Ethernet0", "10.1.1.254/32")).ok());
+  auto group = [](uint32_t id, const std::string& port, const std::string& gw) {
+    v1::ConfigItem item;
+    item.set_key("nhg/" + std::to_string(id));
+    item.mutable_nexthop_group()->set_id(id);
+    auto* hop = item.mutable_nexthop_group()->add_nexthops();
+    hop->set_port(port);
+    hop->set_gateway(gw);
+    return item;
+  };
+  ASSERT_TRUE(backend.Install(group(1, "Ethernet4", "100.64.0.3")).ok());    // the ECMP fallback
+  ASSERT_TRUE(backend.Install(group(502, "Ethernet8", "100.64.0.5")).ok());  // the override's uplink
+  v1::ConfigItem fallback;
+  fallback.set_key("route/10.1.3.0/24");
+  fallback.mutable_route()->set_prefix("10.1.3.0/24");
+  fallback.mutable_route()->set_nexthop_group(1);
+  ASSERT_TRUE(backend.Install(fallback).ok());
+  v1::ConfigItem table_route;
+  table_route.set_key("route/t202/10.1.3.0/24");
+  table_route.mutable_route()->set_prefix("10.1.3.0/24");
+  table_route.mutable_route()->set_nexthop_group(502);
+  table_route.mutable_route()->set_table(202);
+  ASSERT_TRUE(backend.Install(table_route).ok());
+  v1::ConfigItem rule;
+  rule.set_key("rule/Ethernet0/10.1.3.0/24");
+  rule.mutable_rule()->set_priority(1000);
+  rule.mutable_rule()->set_iif("Ethernet0");
+  rule.mutable_rule()->set_prefix("10.1.3.0/24");
+  rule.mutable_rule()->set_table(202);
+  ASSERT_TRUE(backend.Install(rule).ok());
+  EXPECT_NE(Ip({"rule", "show"}).find("1000:\tfrom all to 10.1.3.0/24 iif Ethernet0 lookup 202"), std::string::npos)
+      << Ip({"rule", "show"});
+  EXPECT_NE(Ip({"route", "show", "table", "202"}).find("10.1.3.0/24 nhid 502"), std::string::npos)
+      << Ip({"route", "show", "table", "202"});
+  // Where the kernel sends a packet that entered on Ethernet0 for the rack.
+  auto egress = [&] {
+    std::string route = Ip({"route", "get", "10.1.3.5", "from", "10.1.1.1", "iif", "Ethernet0"});
+    return route;
+  };
+  EXPECT_NE(egress().find("dev Ethernet8"), std::string::npos) << egress();
+  // The uplink loses carrier (its far end goes down): the table's route is
+  // skipped and the main table's ECMP route carries the traffic.
+  Ip({"link", "set", "pEthernet8", "down"});
+  EXPECT_NE(egress().find("dev Ethernet4"), std::string::npos) << egress();
+}
+
 // What `tool args` says, and whether it succeeded.
 bool Tool(const std::string& tool, std::vector<std::string> args, std::string* out) {
   args.insert(args.begin(), access(("/usr/sbin/" + tool).c_str(), X_OK) == 0 ? "/usr/sbin/" + tool : "/sbin/" + tool);
