@@ -1,6 +1,5 @@
 #include "common/metrics.h"
 
-#include <crypt.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -39,11 +38,7 @@ TEST(MetricsServer, TakenPortIsAClearError) {
 // As node_exporter's --web.config.file: basic auth against a bcrypt hash.
 TEST(MetricsServer, WebConfigAsksForBasicAuth) {
   testing::TempDir dir;
-  char* salt = crypt_gensalt_ra("$2b$", 10, nullptr, 0);
-  ASSERT_NE(salt, nullptr);
-  crypt_data data{};
-  const std::string hash = crypt_r("s3cret", salt, &data);
-  free(salt);
+  const std::string hash = testing::BcryptHash("s3cret");
   ASSERT_TRUE(hash.starts_with("$2b$10$")) << hash;
   testing::WriteFile(dir / "web.yaml", "basic_auth_users:\n  prometheus: '" + hash + "'\n");
   auto server = MetricsServer::Start("127.0.0.1:0", dir / "web.yaml");

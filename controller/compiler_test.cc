@@ -8,13 +8,9 @@
 namespace rocefab::controller {
 namespace {
 
+// Four racks of two hosts with four NICs, two CTSWs.
 std::shared_ptr<const Topology> Fabric() {
-  lab::TopologyParams params;
-  params.racks_per_zone = 4;
-  params.hosts_per_rack = 2;
-  params.nics_per_host = 4;
-  params.ctsw_per_zone = 2;
-  return *Topology::Build(*lab::GenerateTopology(params));
+  return *lab::BuildGenerated({.racks_per_zone = 4, .hosts_per_rack = 2, .nics_per_host = 4, .ctsw_per_zone = 2});
 }
 
 v1::Policy PolicyFrom(const std::string& yaml) {

@@ -134,4 +134,12 @@ absl::StatusOr<v1::Topology> GenerateTopology(const TopologyParams& p) {
   return topo;
 }
 
+absl::StatusOr<std::shared_ptr<const Topology>> BuildGenerated(const TopologyParams& params) {
+  auto proto = GenerateTopology(params);
+  if (!proto.ok()) return proto.status();
+  auto topology = Topology::Build(*proto);
+  if (!topology.ok()) return topology.status();
+  return std::shared_ptr<const Topology>(std::move(*topology));
+}
+
 }  // namespace rocefab::lab

@@ -12,7 +12,10 @@
 
 #include <cstdint>
 
+#include <memory>
+
 #include "absl/status/statusor.h"
+#include "common/topology.h"
 #include "rocefab/v1/topology.pb.h"
 
 namespace rocefab::lab {
@@ -29,6 +32,8 @@ struct TopologyParams {
 };
 
 absl::StatusOr<v1::Topology> GenerateTopology(const TopologyParams& params);
+// GenerateTopology, built (for tests and tools that need the Topology).
+absl::StatusOr<std::shared_ptr<const Topology>> BuildGenerated(const TopologyParams& params);
 
 // The Llama 3 training cluster's shape: 8 zones of 192 racks of 2 hosts with
 // 8 NICs (24,576 GPUs), 16 CTSWs per zone, 16 ATSWs, 1:7 above the pods.

@@ -1,7 +1,6 @@
 // Real peers: a real Alertmanager (Debian prometheus-alertmanager) receives
 // the collector's alerts for a lab fault; `amtool alert query` shows them,
 // and they resolve once the fault is over.
-#include <crypt.h>
 #include <curl/curl.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -247,11 +246,8 @@ TEST(Peers, PrometheusScrapesTheCollectorOverHttpsWithAClientCertificateAndBasic
   if (!std::filesystem::exists(kPrometheus)) GTEST_SKIP() << "needs the prometheus package (make test installs it)";
   testing::DevCa ca({"rocefab-collectord", "prometheus"});
   testing::TempDir dir;
-  char* salt = crypt_gensalt_ra("$2b$", 10, nullptr, 0);
-  ASSERT_NE(salt, nullptr);
-  crypt_data data{};
-  const std::string hash = crypt_r("s3cret", salt, &data);
-  free(salt);
+  const std::string hash = testing::BcryptHash("s3cret");
+  ASSERT_FALSE(hash.empty());
   testing::WriteFile(dir / "web.yaml", "tls_server_config:\n  cert_file: " + ca.cert("rocefab-collectord") +
                                            "\n  key_file: " + ca.key("rocefab-collectord") +
                                            "\n  client_ca_file: " + ca.ca() +

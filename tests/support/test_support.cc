@@ -1,5 +1,7 @@
 #include "tests/support/test_support.h"
 
+#include <crypt.h>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -143,6 +145,16 @@ void DevCa::Issue(const std::vector<std::string>& identities) {
 
 std::vector<std::string> DevCa::Flags(const std::string& identity) const {
   return {"--tls-ca", ca(), "--tls-cert", cert(identity), "--tls-key", key(identity)};
+}
+
+std::string BcryptHash(const std::string& password) {
+  char* salt = crypt_gensalt_ra("$2b$", 10, nullptr, 0);
+  if (salt == nullptr) return "";
+  crypt_data data{};
+  const char* hash = crypt_r(password.c_str(), salt, &data);
+  std::string out = hash != nullptr && hash[0] != '*' ? hash : "";
+  free(salt);
+  return out;
 }
 
 std::vector<std::string> With(std::vector<std::string> argv, const std::vector<std::string>& extra) {

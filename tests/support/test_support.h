@@ -84,6 +84,10 @@ class DevCa final {
 // `argv` with `extra` appended.
 std::vector<std::string> With(std::vector<std::string> argv, const std::vector<std::string>& extra);
 
+// A bcrypt hash of `password` (cost 10), as htpasswd -nBC 10 writes for an
+// exporter-toolkit web config; empty if libxcrypt cannot make one.
+std::string BcryptHash(const std::string& password);
+
 // Runs a command to completion, capturing stdout. Returns the exit code.
 int RunCommand(const std::vector<std::string>& argv, std::string* out, std::string* err = nullptr);
 
