@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <iostream>
 #include <set>
 
 #include "common/config_loader.h"
@@ -81,6 +82,10 @@ TEST(QosInTheLab, WithoutEcnThresholdsPausesRiseWhereMarksWere) {
     without->Step(0.5, nullptr);
   }
   const Totals a = Sum(*with), b = Sum(*without);
+  std::cout << "shipped QoS: ECN marks " << a.marks << ", PFC frames sent " << a.pfc_tx << ", drops " << a.drops
+            << ", busbw " << with->jobs()[0].busbw_gbs << " GB/s\n"
+            << "without ECN: ECN marks " << b.marks << ", PFC frames sent " << b.pfc_tx << ", drops " << b.drops
+            << ", busbw " << without->jobs()[0].busbw_gbs << " GB/s\n";
   ASSERT_GT(a.marks, 0) << "hash collisions congest some uplinks; DCQCN marks them";
   EXPECT_EQ(a.pfc_tx, 0);
   EXPECT_EQ(b.marks, 0);
@@ -114,6 +119,10 @@ TEST(QosInTheLab, PfcOffOnTheRocePriorityTurnsPausesIntoDrops) {
     lossy->Step(0.5, nullptr);
   }
   const Totals a = Sum(*lossless), b = Sum(*lossy);
+  std::cout << "no ECN, PFC on: PFC frames sent " << a.pfc_tx << ", drops " << a.drops << ", busbw "
+            << lossless->jobs()[0].busbw_gbs << " GB/s\n"
+            << "no ECN, PFC off: PFC frames sent " << b.pfc_tx << ", drops " << b.drops << ", busbw "
+            << lossy->jobs()[0].busbw_gbs << " GB/s\n";
   EXPECT_GT(a.pfc_tx, 0);
   EXPECT_EQ(a.drops, 0);
   EXPECT_EQ(b.pfc_tx, 0) << "no PFC on the priority: nobody pauses";
@@ -158,14 +167,20 @@ TEST(QosInTheLab, ThePfcWatchdogBoundsAStormsSpread) {
   // A watchdog that only alerts leaves the storm to climb the fabric for as
   // long as it lasts.
   const Spread alert = StormWith([](v1::QosPolicy* q) { q->mutable_pfc_watchdog()->set_action("alert"); });
+  std::cout << "watchdog alert only: pauses spread for " << alert.seconds << " s to up to " << alert.widest
+            << " other channels\n";
   EXPECT_GT(alert.widest, 4) << "the storm pauses the RTSW's uplinks and the CTSWs' downlinks";
   EXPECT_NEAR(alert.seconds, 6, 0.25);
   // The shipped one (200 ms, drop) cuts it off within its detection time
   // (one 100 ms tick of the model later).
   const Spread drop = StormWith([](v1::QosPolicy*) {});
+  std::cout << "watchdog 200 ms drop: pauses spread for " << drop.seconds << " s to up to " << drop.widest
+            << " other channels\n";
   EXPECT_LE(drop.seconds, 0.2 + 0.1 + 1e-9);
   // A slower one lets it spread for about its detection time.
   const Spread slow = StormWith([](v1::QosPolicy* q) { q->mutable_pfc_watchdog()->set_detect_ms(2000); });
+  std::cout << "watchdog 2000 ms drop: pauses spread for " << slow.seconds << " s to up to " << slow.widest
+            << " other channels\n";
   EXPECT_GE(slow.seconds, 1.9);
   EXPECT_LE(slow.seconds, 2.0 + 0.1 + 1e-9);
   // The watchdog's own counters: one storm, detected once, restored once
