@@ -37,8 +37,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-std::string Prefix24(const std::string& ip) { return ip.substr(0, ip.rfind('.')) + ".0/24"; }
-
 struct Instance {
   std::vector<controller::TeDemand> demands;
   int jobs = 0, hosts = 0;
@@ -67,7 +65,7 @@ Instance Place(const Topology& topo, uint32_t seed, uint32_t zones) {
           const std::string nic = src.name() + "/" + src.nics(n).name();
           const int link = topo.LinkOfPort(nic);
           if (link < 0) continue;
-          out.demands.push_back({topo.PeerOf(link, nic), Prefix24(dst.nics(n).ip()),
+          out.demands.push_back({topo.PeerOf(link, nic), RackPrefix(dst.nics(n).ip()),
                                  topo.proto().links(link).speed_gbps() * 1e9 / 8});
         }
       }
@@ -95,7 +93,7 @@ double SolveLp(const Topology& topo, const std::vector<controller::TeDemand>& de
       if (sw == nullptr) continue;
       if (const v1::TopoHost* host = topo.FindHost(peer)) {
         for (const auto& nic : host->nics())
-          if (nic.name() == peer_port) rack_of_prefix[Prefix24(nic.ip())] = dev;
+          if (nic.name() == peer_port) rack_of_prefix[RackPrefix(nic.ip())] = dev;
         continue;
       }
       const v1::TopoSwitch* other = topo.FindSwitch(peer);

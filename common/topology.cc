@@ -50,6 +50,11 @@ std::string_view RoleName(v1::SwitchRole role) {
 
 }  // namespace
 
+std::string RackPrefix(const std::string& ip) {
+  const size_t last_dot = ip.rfind('.');
+  return last_dot == std::string::npos ? "" : StrCat(ip.substr(0, last_dot), ".0/24");
+}
+
 bool SplitPortName(std::string_view full, std::string_view* device, std::string_view* port) {
   const size_t slash = full.find('/');
   if (slash == std::string_view::npos || slash == 0 || slash + 1 >= full.size() ||

@@ -65,6 +65,10 @@ absl::StatusOr<bool> IsSwitchToSwitchLink(const Topology& topology, const std::s
 // name itself when it has no '/'.
 std::string EntityDevice(const std::string& entity);
 
+// The rack prefix of a host address: "10.1.3.7" -> "10.1.3.0/24"; empty
+// without a dot. Racks are /24s (docs/controller.md, "Addressing").
+std::string RackPrefix(const std::string& ip);
+
 // "dev/port" -> ("dev", "port"); false without exactly one '/'.
 bool SplitPortName(std::string_view full, std::string_view* device, std::string_view* port);
 

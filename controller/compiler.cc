@@ -13,11 +13,6 @@
 namespace rocefab::controller {
 namespace {
 
-std::string Prefix24(const std::string& ip) {
-  const size_t last_dot = ip.rfind('.');
-  return last_dot == std::string::npos ? "" : StrCat(ip.substr(0, last_dot), ".0/24");
-}
-
 bool ValidIpv4(const std::string& ip) {
   unsigned a, b, c, d;
   char tail;
@@ -70,7 +65,7 @@ Fabric BuildFabric(const Topology& topology, const std::set<std::string>& draine
         entry.to_host = true;
         for (const auto& nic : host->nics())
           if (nic.name() == peer_port) entry.host_ip = nic.ip();
-        fabric.prefixes[std::string(dev)].insert(Prefix24(entry.host_ip));
+        fabric.prefixes[std::string(dev)].insert(RackPrefix(entry.host_ip));
       }
       fabric.ports[std::string(dev)].push_back(entry);
     }
@@ -325,7 +320,7 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
       auto* address = item->mutable_address();
       address->set_port(port.name);
       if (port.to_host) {
-        const std::string prefix = Prefix24(port.host_ip);
+        const std::string prefix = RackPrefix(port.host_ip);
         address->set_address(StrCat(prefix.substr(0, prefix.rfind('.')), ".254/32"));
       } else {
         address->set_address(StrCat(LinkAddress(port.link, port.a_side), "/31"));

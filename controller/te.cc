@@ -11,11 +11,6 @@
 namespace rocefab::controller {
 namespace {
 
-std::string Prefix24Of(const std::string& ip) {
-  const size_t last_dot = ip.rfind('.');
-  return last_dot == std::string::npos ? "" : StrCat(ip.substr(0, last_dot), ".0/24");
-}
-
 struct Link {
   std::string port;       // this end, "z1-rtsw01/Ethernet32"
   std::string peer_port;  // the other end, "z1-ctsw01/Ethernet0"
@@ -194,7 +189,7 @@ absl::StatusOr<TeResult> AllocateTe(const Topology& topology, std::vector<TeDema
       if (const v1::TopoHost* host = topology.FindHost(peer)) {
         if (sw->role() == v1::SWITCH_ROLE_RTSW)
           for (const auto& nic : host->nics())
-            if (nic.name() == peer_port) rack_of_prefix[Prefix24Of(nic.ip())] = dev;
+            if (nic.name() == peer_port) rack_of_prefix[RackPrefix(nic.ip())] = dev;
         continue;
       }
       const v1::TopoSwitch* other = topology.FindSwitch(peer);
@@ -228,7 +223,7 @@ absl::StatusOr<TeResult> AllocateTe(const Topology& topology, std::vector<TeDema
     // A CTSW rule matches (its ingress port, prefix): every demand that
     // reaches it by the same uplink for the same rack shares one downlink.
     std::map<std::pair<std::string, std::string>, Link*> ctsw_choice;
-    std::map<std::pair<std::string, std::string>, std::string> rtsw_choice;  // (ingress, prefix) -> uplink
+    std::set<std::pair<std::string, std::string>> placed;  // (ingress, prefix): one rule each
     for (const TeDemand& demand : order) {
       if (!(demand.bytes_per_s > 0)) continue;
       std::string_view src, port;
@@ -243,7 +238,7 @@ absl::StatusOr<TeResult> AllocateTe(const Topology& topology, std::vector<TeDema
       const v1::TopoSwitch* dst_sw = topology.FindSwitch(dst);
       auto list = uplinks.find(std::string(src));
       if (dst_sw == nullptr || dst_sw->zone() != src_sw->zone() || list == uplinks.end() ||
-          rtsw_choice.count({demand.ingress, demand.dst_prefix})) {
+          placed.count({demand.ingress, demand.dst_prefix})) {
         ++result.left_ecmp;
         continue;
       }
@@ -278,7 +273,7 @@ absl::StatusOr<TeResult> AllocateTe(const Topology& topology, std::vector<TeDema
       }
       best_up->load += demand.bytes_per_s;
       best_down->load += demand.bytes_per_s;
-      rtsw_choice[{demand.ingress, demand.dst_prefix}] = best_up->port;
+      placed.insert({demand.ingress, demand.dst_prefix});
       result.overrides.push_back({demand.ingress, demand.dst_prefix, best_up->port});
       if (ctsw_choice.emplace(std::pair{best_up->peer_port, demand.dst_prefix}, best_down).second)
         result.overrides.push_back({best_up->peer_port, demand.dst_prefix, best_down->port});

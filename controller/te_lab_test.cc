@@ -23,8 +23,6 @@ std::shared_ptr<const Topology> Zone() {
   return *Topology::Build(*lab::GenerateTopology(params));
 }
 
-std::string Prefix24(const std::string& ip) { return ip.substr(0, ip.rfind('.')) + ".0/24"; }
-
 // The traffic matrix as the collector serves it: bytes/s per (RTSW ingress
 // port, destination rack), from what each NIC offers to each peer.
 std::vector<controller::TeDemand> Demands(const lab::FabricModel& model) {
@@ -36,7 +34,7 @@ std::vector<controller::TeDemand> Demands(const lab::FabricModel& model) {
     std::string_view host, nic;
     SplitPortName(dst, &host, &nic);
     for (const auto& n : topo.FindHost(host)->nics())
-      if (n.name() == nic) matrix[{ingress, Prefix24(n.ip())}] += bytes;
+      if (n.name() == nic) matrix[{ingress, RackPrefix(n.ip())}] += bytes;
   }
   std::vector<controller::TeDemand> out;
   for (const auto& [key, bytes] : matrix) out.push_back({key.first, key.second, bytes});

@@ -706,7 +706,7 @@ void FabricModel::ComputeRates() {
   // than its own line rate, shared by the CTS flows coming to it, so their
   // incast never queues at its last hop.
   {
-    std::vector<double> granted_to(ports_.size(), 0), cts_into(ports_.size(), 0);
+    std::vector<double> cts_into(ports_.size(), 0);
     for (const Flow& f : flows_)
       if (jobs_[f.job].cts && f.demand > 0) cts_into[f.dst] += f.demand;
     for (Flow& f : flows_) {
@@ -715,15 +715,23 @@ void FabricModel::ComputeRates() {
       if (cts_into[f.dst] > line) f.demand *= line / cts_into[f.dst];
     }
   }
-  // The share of each channel's demand that reacts to ECN (DCQCN flows): a
-  // queue carrying mostly CTS flows, whose senders ignore marks, cannot be
-  // held by marking.
-  std::vector<double> dcqcn_load(channels_.size(), 0), all_load(channels_.size(), 0);
-  for (const Flow& f : flows_)
-    for (int ch : f.path) {
-      all_load[ch] += f.demand;
-      if (!jobs_[f.job].cts) dcqcn_load[ch] += f.demand;
+  // Which switch queues marking can hold: ECN on for the class (by fault
+  // and by QoS), marking that starts before XOFF, and most of the queue's
+  // load from DCQCN senders (CTS senders ignore marks).
+  std::vector<bool> marks(channels_.size(), false);
+  {
+    std::vector<double> dcqcn_load(channels_.size(), 0), all_load(channels_.size(), 0);
+    for (const Flow& f : flows_)
+      for (int ch : f.path) {
+        all_load[ch] += f.demand;
+        if (!jobs_[f.job].cts) dcqcn_load[ch] += f.demand;
+      }
+    for (size_t i = 0; i < channels_.size(); ++i) {
+      const SwitchQos* q = SenderQos(channels_[i]);
+      marks[i] = q != nullptr && channels_[i].ecn_ok && q->ecn && q->kmin_bytes < k_.xoff_bytes &&
+                 dcqcn_load[i] >= 0.5 * all_load[i];
     }
+  }
   // What each sender does with its receiver's pause requests: a NIC always
   // obeys; a switch obeys on a lossless class, ignores them on a lossy one
   // (no PFC on the priority), and stops obeying once its watchdog has
@@ -784,12 +792,9 @@ void FabricModel::ComputeRates() {
       const SwitchQos& q = qos_[ports_[ch.from].sw];
       const double cap = ch.up ? ch.capacity_Bps * (1 - paused[i]) : 0;
       const double u = cap > 0 ? arrival[i] / cap : 1e9;
-      // Marking that starts only beyond XOFF never acts before PFC does.
-      const bool marks = ch.ecn_ok && q.ecn && q.kmin_bytes < k_.xoff_bytes &&
-                         dcqcn_load[i] >= 0.5 * all_load[i];
       const double ecn_holds = q.control_priority ? k_.incast_pfc_utilization : k_.incast_pfc_utilization_shared_cnp;
       double f = 0;
-      if (cap <= 0 || paused[i] > 0.01 || !marks) {
+      if (cap <= 0 || paused[i] > 0.01 || !marks[i]) {
         // A paused or unmarked queue cannot slow its senders by ECN: it fills
         // to XOFF and holds back the excess with pause frames.
         if (u > 1) f = 1 - 1 / u;
@@ -842,15 +847,13 @@ void FabricModel::ComputeRates() {
     const double u = cap > 0 ? ch.load / cap : (ch.load > 0 ? 1e9 : 0);
     ch.mark = 0;
     const SwitchQos* q = SenderQos(ch);
-    const bool marks = q != nullptr && ch.ecn_ok && q->ecn && q->kmin_bytes < k_.xoff_bytes &&
-                       dcqcn_load[i] >= 0.5 * all_load[i];
     if (q == nullptr) {
       ch.queue = 0;
     } else if (ch.wd_stormed && q->wd_mitigates()) {
       ch.queue = 0;  // the watchdog empties it
     } else if (ch.stuck || ch.paused > 0.5) {
       ch.queue = k_.xoff_bytes * 1.5;
-    } else if (u > 1 && !marks) {
+    } else if (u > 1 && !marks[i]) {
       ch.queue = k_.xoff_bytes;
     } else if (u > 1) {
       // DCQCN holds the queue between Kmin and Kmax while marking, at up

@@ -132,8 +132,9 @@ absl::Status LinuxQos::SetEts(const std::string& port, uint32_t strict_tc) {
           ets.tc_tx_bw[tc] = static_cast<uint8_t>(100 / shared);
           left -= 100 / shared;
         }
-        // The shares must add up to 100: the remainder goes to class 0.
-        ets.tc_tx_bw[strict && strict_tc == 0 ? 1 : 0] += static_cast<uint8_t>(left);
+        // The shares must add up to 100: the remainder goes to class 0,
+        // which is never the strict one (strict_tc 0 means none).
+        ets.tc_tx_bw[0] += static_cast<uint8_t>(left);
         nlattr* ieee = nla_nest_start(msg, DCB_ATTR_IEEE);
         if (ieee == nullptr || nla_put(msg, DCB_ATTR_IEEE_ETS, sizeof(ets), &ets) < 0) return false;
         nla_nest_end(msg, ieee);
