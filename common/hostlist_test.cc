@@ -21,5 +21,24 @@ TEST(ExpandHostlist, RejectsMalformed) {
   EXPECT_FALSE(ExpandHostlist("h[1-200]", 100).ok());
 }
 
+TEST(ExpandHostlist, GroupsMultiplyInSlurmOrder) {
+  EXPECT_EQ(*ExpandHostlist("n[1-2,5]x[0-1]"), (V{"n1x0", "n1x1", "n2x0", "n2x1", "n5x0", "n5x1"}));
+  EXPECT_EQ(*ExpandHostlist("[1-2]"), (V{"1", "2"}));
+  EXPECT_EQ(*ExpandHostlist("a[9-10]b"), (V{"a9b", "a10b"}));
+  EXPECT_EQ(*ExpandHostlist("a[009-010]"), (V{"a009", "a010"}));
+}
+
+TEST(ExpandHostlist, TheLimitCountsEveryNameBeforeAnyIsBuilt) {
+  EXPECT_EQ(ExpandHostlist("h[1-50],g[1-50]", 100)->size(), 100u);
+  EXPECT_FALSE(ExpandHostlist("h[1-50],g[1-51]", 100).ok());
+  EXPECT_FALSE(ExpandHostlist("h[1-10][1-11]", 100).ok());
+  // 2^40 names: refused from the count alone, at once.
+  std::string wide;
+  for (int i = 0; i < 40; ++i) wide += "x[0-1]";
+  const auto refused = ExpandHostlist(wide);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("more than 100000 hosts"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rocefab
