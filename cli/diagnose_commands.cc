@@ -5,6 +5,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -14,6 +15,7 @@
 #include "common/duration.h"
 #include "common/findings.h"
 #include "common/strings.h"
+#include "common/traffic_matrix_merge.h"
 #include "rocefab/v1/query.grpc.pb.h"
 
 namespace rocefab::cli {
@@ -285,6 +287,51 @@ int RunAlertUnsilence(const GlobalOptions& g, const AlertOptions& o, std::ostrea
       code != 0)
     return code;
   out << "silence " << o.id << " ended\n";
+  return 0;
+}
+
+int RunFabricTraffic(const GlobalOptions& g, const TrafficOptions& o, std::ostream& out, std::ostream& err) {
+  v1::TrafficMatrixRequest request;
+  request.set_window_seconds(o.window_s);
+  std::vector<v1::TrafficMatrixResponse> parts(CollectorShards(g).size());
+  if (int code = WithShards(g, err, [&](auto& stub, auto* ctx, size_t i) {
+        return stub.TrafficMatrix(ctx, request, &parts[i]);
+      });
+      code != 0)
+    return code;
+  const v1::TrafficMatrixResponse m = MergeTrafficMatrices(parts);
+  if (g.output == "json") {
+    out << Json(m);
+    return 0;
+  }
+  std::vector<const v1::RackTraffic*> rows;
+  double total = 0;
+  for (const auto& r : m.racks()) {
+    rows.push_back(&r);
+    total += r.bytes_per_s();
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](auto* a, auto* b) { return a->bytes_per_s() > b->bytes_per_s(); });
+  out << "traffic over the last " << m.window_seconds() << " s: " << Fixed(total * 8 / 1e9, 1) << " Gb/s between "
+      << rows.size() << " rack pair(s); send rates of " << m.nics_from_nic_counters() << " NIC(s) from their counters, "
+      << m.nics_from_port_counters() << " from their RTSW port";
+  if (m.nics_unattributed() > 0)
+    out << "; " << m.nics_unattributed() << " NIC(s) sent " << Fixed(m.unattributed_bytes_per_s() * 8 / 1e9, 1)
+        << " Gb/s outside any running job (not in the matrix)";
+  out << "\n";
+  Table t({"FROM RACK", "TO RACK", "GB/S", "SHARE"});
+  for (size_t i = 0; i < rows.size() && static_cast<int>(i) < o.top; ++i)
+    t.AddRow({rows[i]->src_prefix(), rows[i]->dst_prefix(), Fixed(rows[i]->bytes_per_s() / 1e9, 2),
+              total > 0 ? StrCat(Fixed(100 * rows[i]->bytes_per_s() / total, 1), "%") : "-"});
+  if (!rows.empty()) t.Print(out);
+  if (static_cast<int>(rows.size()) > o.top) out << "(" << rows.size() - o.top << " more; --top to list them)\n";
+  if (!m.job_patterns().empty()) {
+    out << "destinations by job:";
+    for (const auto& [job, pattern] : std::map<std::string, std::string>(m.job_patterns().begin(), m.job_patterns().end()))
+      out << " " << job << "=" << pattern;
+    out << "  (ring: rank order, rail to rail; all_to_all and spread: over the job's racks)\n";
+  }
+  for (const auto& port : m.down_ports()) out << "down: " << port << "\n";
+  for (const auto& note : m.notes()) out << "note: " << note << "\n";
   return 0;
 }
 

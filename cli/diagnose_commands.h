@@ -40,4 +40,11 @@ int RunAlertUnsilence(const GlobalOptions& g, const AlertOptions& o, std::ostrea
 int RunJobDiagnose(const GlobalOptions& g, const DiagnoseOptions& o, std::ostream& out, std::ostream& err);
 int RunFabricHealth(const GlobalOptions& g, const HealthOptions& o, std::ostream& out, std::ostream& err);
 
+struct TrafficOptions {
+  uint32_t window_s = 30;
+  int top = 20;  // rack pairs to list
+};
+// The TE traffic matrix, rack to rack, busiest first.
+int RunFabricTraffic(const GlobalOptions& g, const TrafficOptions& o, std::ostream& out, std::ostream& err);
+
 }  // namespace rocefab::cli

@@ -190,6 +190,13 @@ int main(int argc, char** argv) {
                             "also anomalies that ended within this long, e.g. 30m");
   fabric_health->add_flag("--all", health_options.all,
                           "also list consequences (pause-tree victims, loss behind a bad link)");
+  TrafficOptions traffic_options;
+  auto* fabric_traffic = fabric->add_subcommand(
+      "traffic", "the traffic matrix centralized TE allocates over: rack-to-rack bytes/s, busiest first");
+  fabric_traffic->add_option("--window", traffic_options.window_s, "seconds of counters to average over")
+      ->check(CLI::Range(1, 300))
+      ->capture_default_str();
+  fabric_traffic->add_option("--top", traffic_options.top, "rack pairs to list")->capture_default_str();
   AlertOptions alert_options;
   auto* alert = app.add_subcommand("alert", "alerts the collector raised from anomalies, and silences");
   alert->require_subcommand(1);
@@ -262,6 +269,7 @@ int main(int argc, char** argv) {
   if (alert_silence->parsed()) return RunAlertSilence(global, alert_options, std::cout, std::cerr);
   if (alert_unsilence->parsed()) return RunAlertUnsilence(global, alert_options, std::cout, std::cerr);
   if (fabric_health->parsed()) return RunFabricHealth(global, health_options, std::cout, std::cerr);
+  if (fabric_traffic->parsed()) return RunFabricTraffic(global, traffic_options, std::cout, std::cerr);
   if (plan->parsed()) return RunConfigPlan(global, control, std::cout, std::cerr);
   if (apply->parsed()) return RunConfigApply(global, control, std::cout, std::cerr);
   if (status->parsed()) return RunConfigStatus(global, control, std::cout, std::cerr);

@@ -226,6 +226,7 @@ int main(int argc, char** argv) {
   collector::Detectors detectors(*detector_settings);
   detectors.SetNextId(*last_anomaly + 1);
   collector::FabricContextSource context(topology, **store, config.controller(), config.tls(), clock);
+  collector::TrafficRates traffic_rates;  // outlives the observer that feeds it
   collector::Observer observer(
       stored_batches, *latest, &detectors, [&context] { return context.Get(); },
       [&](const collector::Detectors& d, const collector::FabricContext& c) {
@@ -244,6 +245,8 @@ int main(int argc, char** argv) {
                                         {.authorizer = &authorizer, .max_future_us = max_future_us});
   collector::QueryService query(**store, agents, clock, authorizer, &context, alerter->get());
   query.SetEvaluatedThrough(&observer.evaluated_through());
+  observer.SetTrafficRates(&traffic_rates);
+  query.SetTrafficRates(&traffic_rates);
   std::unique_ptr<collector::PromqlHistory> history;
   if (history_options) {
     history = std::make_unique<collector::PromqlHistory>(std::move(*history_options), *registry);

@@ -309,4 +309,21 @@ grpc::Status QueryService::ListPlaybookRuns(grpc::ServerContext* context, const 
   return grpc::Status::OK;
 }
 
+grpc::Status QueryService::TrafficMatrix(grpc::ServerContext* context, const v1::TrafficMatrixRequest* request,
+                                        v1::TrafficMatrixResponse* response) {
+  std::string who;
+  if (grpc::Status allowed = authorizer_.Check(context, "/rocefab.v1.Query/TrafficMatrix", &who); !allowed.ok())
+    return allowed;
+  const uint32_t window_s = request->window_seconds() == 0 ? 30 : request->window_seconds();
+  if (window_s > 300)
+    return ToGrpc(absl::InvalidArgumentError("window_seconds: at most 300 (the collector keeps 5 minutes of rates)"));
+  if (traffic_rates_ == nullptr || context_ == nullptr || !context_->topology())
+    return ToGrpc(absl::FailedPreconditionError("this collector has no topology (--topology), so no traffic matrix"));
+  auto jobs = store_.jobs().List(false);
+  if (!jobs.ok()) return ToGrpc(jobs.status());
+  *response = BuildTrafficMatrix(*context_->topology(), *jobs, *traffic_rates_, clock_.NowUs(),
+                                 static_cast<int64_t>(window_s) * 1'000'000);
+  return grpc::Status::OK;
+}
+
 }  // namespace rocefab::collector

@@ -7,6 +7,7 @@
 #include "collector/observe/observer.h"
 #include "collector/store.h"
 #include "collector/telemetry_service.h"
+#include "collector/traffic_matrix.h"
 #include "common/authz.h"
 #include "common/clock.h"
 #include "rocefab/v1/query.grpc.pb.h"
@@ -27,6 +28,8 @@ class QueryService final : public v1::Query::Service {
   void SetHistory(HistorySource* history) { history_ = history; }
   // The detectors' progress, for ListAnomalies' settle condition (may be null).
   void SetEvaluatedThrough(const EvaluatedThrough* through) { evaluated_through_ = through; }
+  // The byte rates TrafficMatrix answers from (may be null: it then fails).
+  void SetTrafficRates(const TrafficRates* rates) { traffic_rates_ = rates; }
 
   grpc::Status ListAgents(grpc::ServerContext* context, const v1::ListAgentsRequest* request,
                           v1::ListAgentsResponse* response) override;
@@ -48,6 +51,8 @@ class QueryService final : public v1::Query::Service {
                                  v1::RecordPlaybookRunResponse*) override;
   grpc::Status ListPlaybookRuns(grpc::ServerContext*, const v1::ListPlaybookRunsRequest*,
                                 v1::ListPlaybookRunsResponse*) override;
+  grpc::Status TrafficMatrix(grpc::ServerContext*, const v1::TrafficMatrixRequest*,
+                             v1::TrafficMatrixResponse*) override;
 
  private:
   // OK when the topology knows `entity` (Topology::CheckEntity), or when
@@ -61,6 +66,7 @@ class QueryService final : public v1::Query::Service {
   Alerter* alerter_;
   HistorySource* history_ = nullptr;
   const EvaluatedThrough* evaluated_through_ = nullptr;
+  const TrafficRates* traffic_rates_ = nullptr;
 };
 
 }  // namespace rocefab::collector

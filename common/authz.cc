@@ -30,6 +30,7 @@ const std::map<std::string, RoleSet, std::less<>>& Table() {
       {"/rocefab.v1.Query/Unsilence", kOperate},
       {"/rocefab.v1.Query/RecordPlaybookRun", kOperate},
       {"/rocefab.v1.Query/ListPlaybookRuns", kRead},
+      {"/rocefab.v1.Query/TrafficMatrix", kRead},
       {"/rocefab.v1.Controller/Plan", kRead},
       {"/rocefab.v1.Controller/Status", kRead},
       {"/rocefab.v1.Controller/History", kRead},

@@ -66,4 +66,11 @@ std::string Message(const StatusLike& status) {
   return std::string(m.data(), m.size());
 }
 
+// `v` with `digits` decimals: Fixed(0.8125, 2) == "0.81".
+inline std::string Fixed(double v, int digits) {
+  char buf[64];
+  const int n = std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return std::string(buf, n > 0 && n < static_cast<int>(sizeof buf) ? static_cast<size_t>(n) : 0);
+}
+
 }  // namespace rocefab

@@ -438,4 +438,11 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
   return configs;
 }
 
+bool UsesTe(const v1::Policy& policy) {
+  if (policy.default_scheme() == v1::ROUTING_SCHEME_TE) return true;
+  for (const auto& zone : policy.zones())
+    if (zone.scheme() == v1::ROUTING_SCHEME_TE) return true;
+  return false;
+}
+
 }  // namespace rocefab::controller

@@ -38,6 +38,9 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
                                                                 uint64_t generation,
                                                                 const std::vector<TeOverride>* te = nullptr);
 
+// Whether the policy's default or any zone runs `scheme: te`.
+bool UsesTe(const v1::Policy& policy);
+
 // The share of each rack's uplink capacity left with `drained` out, by RTSW.
 std::map<std::string, double> RemainingUplinkShare(const Topology& topology,
                                                    const std::set<std::string>& drained);

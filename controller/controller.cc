@@ -70,11 +70,13 @@ absl::StatusOr<uint64_t> Controller::RecompileLocked(const std::string& who, con
   auto drained = store_.Drained();
   if (!drained.ok()) return drained.status();
   const uint64_t next = generation_ + 1;
-  auto compiled = Compile(*topology_, target_, *drained, next);
+  if (!UsesTe(target_)) te_.clear();
+  auto compiled = Compile(*topology_, target_, *drained, next, te_.empty() ? nullptr : &te_);
   if (!compiled.ok()) return compiled.status();
   fallback_.clear();
-  if (running_ && running_->SerializeAsString() != target_.SerializeAsString()) {
-    auto fallback = Compile(*topology_, *running_, *drained, next);
+  if (running_ && (running_->SerializeAsString() != target_.SerializeAsString() || te_ != running_te_)) {
+    auto fallback = Compile(*topology_, *running_, *drained, next,
+                            UsesTe(*running_) && !running_te_.empty() ? &running_te_ : nullptr);
     if (!fallback.ok()) return fallback.status();
     fallback_ = std::move(*fallback);
   }
@@ -229,6 +231,41 @@ absl::StatusOr<v1::HistoryResponse> Controller::History(uint32_t limit) {
   v1::HistoryResponse response;
   for (auto& e : *entries) *response.add_entries() = std::move(e);
   return response;
+}
+
+Controller::TeState Controller::TeStatus() const {
+  std::lock_guard lock(mu_);
+  return TeStatusLocked();
+}
+
+Controller::TeState Controller::TeStatusLocked() const {
+  TeState state;
+  state.overrides = te_;
+  if (auto drained = store_.Drained(); drained.ok()) state.drained = std::move(*drained);
+  if (!UsesTe(target_))
+    state.why_not = "no zone of the policy runs scheme te";
+  else if (!running_ || running_->SerializeAsString() != target_.SerializeAsString())
+    state.why_not = "the policy has not been rolled out yet (`rocefab config apply`)";
+  else if (rollout_.active)
+    state.why_not = StrCat("a rollout of generation ", rollout_.generation, " by ", rollout_.who, " is running");
+  else if (frozen_)
+    state.why_not = "the fabric runs a rolled-back config";
+  else
+    state.enabled = true;
+  return state;
+}
+
+absl::StatusOr<uint64_t> Controller::SetTeOverrides(std::vector<TeOverride> overrides, const std::string& who,
+                                                    const std::string& why) {
+  std::lock_guard lock(mu_);
+  if (const TeState state = TeStatusLocked(); !state.enabled)
+    return absl::FailedPreconditionError(StrCat("TE is not running: ", state.why_not));
+  if (overrides == te_) return generation_;
+  std::vector<TeOverride> previous = std::move(te_);
+  te_ = std::move(overrides);
+  auto generation = RecompileLocked(who, why);
+  if (!generation.ok()) te_ = std::move(previous);
+  return generation;
 }
 
 }  // namespace rocefab::controller

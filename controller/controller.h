@@ -33,6 +33,7 @@
 #include "controller/fleet.h"
 #include "controller/gate.h"
 #include "controller/store.h"
+#include "controller/te.h"
 #include "rocefab/v1/control.pb.h"
 
 namespace rocefab::controller {
@@ -56,6 +57,23 @@ class Controller final {
   // Stops a running rollout at its next step (daemon shutdown).
   void Shutdown();
 
+  // Centralized TE (te_loop.h). Overrides are part of the desired state
+  // like drains: `running_te` is what the last completed rollout put on
+  // the fabric, and a rollback restores it.
+  struct TeState {
+    bool enabled = false;
+    std::string why_not;  // when not enabled
+    std::vector<TeOverride> overrides;
+    std::set<std::string> drained;
+  };
+  // Enabled when the target policy has a zone on `scheme: te`, it is the
+  // running one (no operator change pending) and no rollout is running.
+  TeState TeStatus() const;
+  // Makes `overrides` the desired TE overrides: a new generation when they
+  // change. FailedPrecondition when TeStatus() is not enabled.
+  absl::StatusOr<uint64_t> SetTeOverrides(std::vector<TeOverride> overrides, const std::string& who,
+                                          const std::string& why);
+
   uint64_t generation() const;
 
  private:
@@ -69,6 +87,7 @@ class Controller final {
     std::set<std::string> on_target;  // switches this rollout has reached
   };
 
+  TeState TeStatusLocked() const;
   absl::StatusOr<uint64_t> RecompileLocked(const std::string& who, const std::string& why);
   // The config a push to `name` sends now.
   v1::SwitchConfig ConfigForLocked(const std::string& name) const;
@@ -104,6 +123,7 @@ class Controller final {
   bool frozen_ = false;
   Rollout rollout_;
   std::map<std::string, std::unique_ptr<std::mutex>> push_locks_;
+  std::vector<TeOverride> te_, running_te_;  // desired, and as of the last completed rollout
 };
 
 }  // namespace rocefab::controller

@@ -12,6 +12,7 @@
 #include "common/config_loader.h"
 #include "common/strings.h"
 #include "controller/compiler.h"
+#include "controller/te_loop.h"
 #include "lab/topology_gen.h"
 #include "tests/support/test_support.h"
 
@@ -114,6 +115,12 @@ struct FakeGate final : public Gate {
     std::lock_guard lock(mu);
     if (collector_down) return absl::UnavailableError("collector 127.0.0.1:9 cannot be asked");
     return jobs;
+  }
+  v1::TrafficMatrixResponse matrix;
+  absl::StatusOr<v1::TrafficMatrixResponse> TrafficMatrix(uint32_t) override {
+    std::lock_guard lock(mu);
+    if (collector_down) return absl::UnavailableError("collector 127.0.0.1:9 cannot be asked");
+    return matrix;
   }
 };
 
@@ -426,6 +433,129 @@ TEST_F(ControllerTest, AHostFacingDrainIsRefusedNamingTheJobsAndAPreviewShowsCap
   auto blind = core->Drain(preview, "bob");
   ASSERT_TRUE(blind.ok() && blind->ok());
   EXPECT_NE(blind->jobs_note().find("unknown"), std::string::npos) << blind->jobs_note();
+}
+
+}  // namespace
+}  // namespace rocefab::controller
+
+namespace rocefab::controller {
+namespace {
+
+// The TE loop over the same fake fleet and collectors: a traffic matrix in,
+// overrides out through waves and gates.
+class TeLoopTest : public ControllerTest {
+ protected:
+  // Every NIC of rack 1 sends `bytes_per_s` to rack 2 and rack 3.
+  v1::TrafficMatrixResponse Matrix(double bytes_per_s) {
+    v1::TrafficMatrixResponse m;
+    for (const auto& host : topology_->proto().hosts()) {
+      if (host.rack() != 1) continue;
+      for (const auto& nic : host.nics()) {
+        const std::string name = host.name() + "/" + nic.name();
+        const std::string& ingress = topology_->PeerOf(topology_->LinkOfPort(name), name);
+        for (int rack : {2, 3}) {
+          auto* d = m.add_demands();
+          d->set_ingress(ingress);
+          d->set_dst_prefix(StrCat("10.1.", rack, ".0/24"));
+          d->set_bytes_per_s(bytes_per_s);
+        }
+      }
+    }
+    return m;
+  }
+  size_t RuleItems() {
+    std::lock_guard lock(switches_.mu);
+    size_t n = 0;
+    for (const auto& [name, config] : switches_.applied)
+      for (const auto& item : config.items()) n += item.key().rfind("rule/", 0) == 0;
+    return n;
+  }
+  v1::TeLoopConfig Config() {
+    v1::TeLoopConfig c;
+    c.set_gate_seconds(1);
+    return c;
+  }
+};
+
+TEST_F(TeLoopTest, IdlesUntilATePolicyRunsThenProgramsOverridesThroughTheGates) {
+  auto store = OpenStore();
+  FakeFleet fleet(switches_);
+  gate_.matrix = Matrix(10e9);
+  {
+    auto ecmp = Make("ecmp", fleet, *store);
+    TeLoop loop(*ecmp, topology_, gate_, Config(), SystemClock::Instance());
+    const auto idle = loop.RunOnce();
+    EXPECT_EQ(idle.result, "idle");
+    EXPECT_NE(idle.detail.find("no zone"), std::string::npos) << idle.detail;
+  }
+  auto te = Make("te", fleet, *store);
+  TeLoop loop(*te, topology_, gate_, Config(), SystemClock::Instance());
+  const auto pending = loop.RunOnce();
+  EXPECT_EQ(pending.result, "idle") << "an operator's policy is not rolled out by TE";
+  EXPECT_NE(pending.detail.find("not been rolled out"), std::string::npos) << pending.detail;
+  auto applied = te->Apply(Request(), "alice");
+  ASSERT_TRUE(applied.ok() && applied->ok());
+  EXPECT_EQ(RuleItems(), 0u) << "no matrix yet, no overrides";
+
+  const uint64_t before = te->generation();
+  const int asked_before = gate_.asked;
+  const auto first = loop.RunOnce();
+  ASSERT_EQ(first.result, "applied") << first.detail;
+  EXPECT_GT(te->generation(), before);
+  EXPECT_GT(first.overrides, 0u);
+  EXPECT_GT(RuleItems(), 0u) << "the overrides reached the switches";
+  EXPECT_GT(gate_.asked, asked_before) << "through the health gates";
+  // The same matrix again: nothing to do.
+  const uint64_t settled = te->generation();
+  const auto second = loop.RunOnce();
+  EXPECT_EQ(second.result, "unchanged") << second.detail;
+  EXPECT_EQ(te->generation(), settled);
+}
+
+TEST_F(TeLoopTest, AFailedGateRollsTheOverridesBackAndTheyStayOut) {
+  auto store = OpenStore();
+  FakeFleet fleet(switches_);
+  auto te = Make("te", fleet, *store);
+  ASSERT_TRUE(te->Apply(Request(), "alice")->ok());
+  TeLoop loop(*te, topology_, gate_, Config(), SystemClock::Instance());
+  gate_.matrix = Matrix(10e9);
+  {
+    std::lock_guard lock(gate_.mu);
+    for (const auto& sw : topology_->proto().switches()) gate_.sick.insert(sw.name());
+  }
+  const auto outcome = loop.RunOnce();
+  EXPECT_EQ(outcome.result, "rolled-back") << outcome.detail;
+  EXPECT_EQ(RuleItems(), 0u);
+  EXPECT_TRUE(te->TeStatus().overrides.empty()) << "the desired state is what the fabric runs again";
+  EXPECT_EQ(outcome.overrides, 0u);
+}
+
+TEST_F(TeLoopTest, ADownLinkTheOverridesUseIsAvoidedAndNoMatrixKeepsWhatRuns) {
+  auto store = OpenStore();
+  FakeFleet fleet(switches_);
+  auto te = Make("te", fleet, *store);
+  ASSERT_TRUE(te->Apply(Request(), "alice")->ok());
+  TeLoop loop(*te, topology_, gate_, Config(), SystemClock::Instance());
+  gate_.matrix = Matrix(10e9);
+  ASSERT_EQ(loop.RunOnce().result, "applied");
+  const auto running = te->TeStatus().overrides;
+  // An uplink an RTSW override sends on goes down.
+  std::string used;
+  for (const auto& o : running)
+    if (o.ingress.find("rtsw") != std::string::npos) used = o.egress;
+  ASSERT_FALSE(used.empty());
+  gate_.matrix.add_down_ports(used);
+  const auto moved = loop.RunOnce();
+  ASSERT_EQ(moved.result, "applied") << moved.detail;
+  EXPECT_NE(moved.detail.find("unusable"), std::string::npos) << moved.detail;
+  for (const auto& o : te->TeStatus().overrides) EXPECT_NE(o.egress, used);
+  // The collectors cannot be asked: the overrides stay as they are.
+  const auto kept = te->TeStatus().overrides;
+  gate_.collector_down = true;
+  const auto error = loop.RunOnce();
+  EXPECT_EQ(error.result, "error");
+  EXPECT_NE(error.detail.find("overrides kept"), std::string::npos);
+  EXPECT_EQ(te->TeStatus().overrides, kept);
 }
 
 }  // namespace

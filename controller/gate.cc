@@ -5,6 +5,7 @@
 #include "absl/strings/str_split.h"
 #include "common/grpc_util.h"
 #include "common/strings.h"
+#include "common/traffic_matrix_merge.h"
 
 namespace rocefab::controller {
 
@@ -73,6 +74,21 @@ std::string CollectorGate::Verdict(const std::vector<std::string>& switches, int
     }
   }
   return problems;
+}
+
+absl::StatusOr<v1::TrafficMatrixResponse> CollectorGate::TrafficMatrix(uint32_t window_seconds) {
+  if (shards_.empty()) return absl::FailedPreconditionError("no collector is configured (--collector)");
+  std::vector<v1::TrafficMatrixResponse> parts(shards_.size());
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::TrafficMatrixRequest request;
+    request.set_window_seconds(window_seconds);
+    const grpc::Status status = shards_[i].stub->TrafficMatrix(&context, request, &parts[i]);
+    if (!status.ok())
+      return absl::UnavailableError(StrCat("collector ", shards_[i].address, ": ", status.error_message()));
+  }
+  return MergeTrafficMatrices(parts);
 }
 
 }  // namespace rocefab::controller

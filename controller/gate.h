@@ -28,6 +28,10 @@ class Gate {
   // The running jobs (every shard's registry holds them all), so a drain
   // can name the jobs it touches. An error when no collector answers.
   virtual absl::StatusOr<std::vector<v1::Job>> RunningJobs() = 0;
+  // The fabric's traffic matrix over `window_seconds`: every shard's part
+  // (each measures the agents it holds), summed. An error when any shard
+  // does not answer: a partial matrix would move traffic it cannot see.
+  virtual absl::StatusOr<v1::TrafficMatrixResponse> TrafficMatrix(uint32_t window_seconds) = 0;
 };
 
 // The elements a wave touching `switches` can hurt: the switches, and the
@@ -42,6 +46,7 @@ class CollectorGate final : public Gate {
                 const v1::TlsSettings& tls);
   std::string Verdict(const std::vector<std::string>& switches, int64_t since_us, int64_t until_us) override;
   absl::StatusOr<std::vector<v1::Job>> RunningJobs() override;
+  absl::StatusOr<v1::TrafficMatrixResponse> TrafficMatrix(uint32_t window_seconds) override;
   bool empty() const { return shards_.empty(); }
 
  private:

@@ -23,11 +23,12 @@
 #include "controller/gate.h"
 #include "controller/service.h"
 #include "controller/store.h"
+#include "controller/te_loop.h"
 
 int main(int argc, char** argv) {
   using namespace rocefab;
   constexpr char kProgram[] = "rocefab-controllerd";
-  CLI::App app{"rocefab-controllerd: compiles routing (ecmp, eecmp, path-pinning) and QoS policy "
+  CLI::App app{"rocefab-controllerd: compiles routing (ecmp, eecmp, path-pinning, te) and QoS policy "
                "over the fabric topology into per-switch desired config and rolls it out safely.\n"
                "Flags override the config file."};
   app.get_formatter()->column_width(36);
@@ -42,6 +43,10 @@ int main(int argc, char** argv) {
   app.add_option("--switch-agents-json", agents_json,
                  "JSON with {\"switch_agents\": {switch: host:port}} (rocefab-lab's endpoints.json)");
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
+  uint32_t te_period_s = 0;
+  app.add_option("--te-period", te_period_s,
+                 "seconds between centralized TE allocations while a zone runs scheme te (te.period_s; default 30)")
+      ->check(CLI::Range(1, 3600));
   SecurityFlags security;
   AddSecurityFlags(app, &security, /*serves_rpcs=*/true);
   MetricsFlags metrics_flags;
@@ -58,6 +63,7 @@ int main(int argc, char** argv) {
   if (!topology_path.empty()) config.set_topology(topology_path);
   if (!policy_path.empty()) config.set_policy(policy_path);
   if (!collector.empty()) config.set_collector(collector);
+  if (te_period_s > 0) config.mutable_te()->set_period_s(te_period_s);
   if (!agents_json.empty()) {
     auto text = ReadWholeFile(agents_json);
     auto json = text.ok() ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
@@ -118,6 +124,9 @@ int main(int argc, char** argv) {
   auto started = StartMetrics(config.metrics_listen(), config.metrics_web_config(), config.tls(), {registry});
   if (!started.ok()) return UsageError(kProgram, started.status());
   std::unique_ptr<MetricsServer> metrics = std::move(*started);
+  // Idle unless the running policy has a zone on `scheme: te`.
+  controller::TeLoop te_loop(controller, *topology, gate, config.te(), SystemClock::Instance(), registry.get());
+  if (!config.te().disabled()) te_loop.Start();
   controller::ControllerService service(controller, authorizer);
   auto server = StartGrpcServer(config.listen(), config.tls(), {&service});
   if (!server.ok()) {
@@ -130,7 +139,9 @@ int main(int argc, char** argv) {
   int signal = 0;
   sigwait(&signals, &signal);
   systemd::NotifyStopping();
+  te_loop.RequestStop();
   controller.Shutdown();  // a running rollout stops at its next step and rolls back
+  te_loop.Stop();
   server->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   return 0;
 }

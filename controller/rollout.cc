@@ -153,6 +153,7 @@ absl::StatusOr<v1::ApplyResponse> Controller::Apply(const v1::ApplyRequest& requ
       if (response.skipped().empty()) {
         // Everything reached: the fabric runs the target now.
         running_ = target_;
+        running_te_ = te_;
         fallback_.clear();
         if (auto s = store_.SetRunningPolicy(generation, target_); !s.ok())
           LOG_ERROR(kLog, "recording the running policy: ", s.message());
@@ -180,6 +181,7 @@ void Controller::RollBack(const std::vector<std::string>& touched,
       // The policy the fabric ran is the target again: later drains and
       // applies start from it, not from the rejected one.
       target_ = *running_;
+      te_ = running_te_;
       auto recompiled = RecompileLocked(who, StrCat("rollback: ", *failure));
       if (!recompiled.ok()) StrAppend(failure, "; recompiling the running policy failed: ", recompiled.status().message());
     } else {

@@ -165,15 +165,18 @@ std::optional<TeResult> ColorEdges(const Topology& topology, const std::vector<T
   return result;
 }
 
-}  // namespace
+// The zone's RTSW-CTSW links that `unusable` leaves, and which RTSW owns
+// each rack prefix.
+struct Fabric {
+  Uplinks uplinks;
+  Downlinks downlinks;
+  std::map<std::string, std::string> rack_of_prefix;  // /24 -> RTSW
+  std::set<std::string> unusable_links;              // "switch/port" of links left out, both ends
+};
 
-absl::StatusOr<TeResult> AllocateTe(const Topology& topology, std::vector<TeDemand> demands,
-                                    const std::set<std::string>& unusable) {
-  const v1::Topology& p = topology.proto();
-  std::map<std::string, std::vector<Link>> uplinks;                                // RTSW -> links up to CTSWs
-  std::map<std::pair<std::string, std::string>, std::vector<Link>> downlinks;      // (CTSW, RTSW) -> parallel links
-  std::map<std::string, std::string> rack_of_prefix;                               // /24 -> RTSW
-  for (const auto& link : p.links()) {
+Fabric BuildFabric(const Topology& topology, const std::set<std::string>& unusable) {
+  Fabric f;
+  for (const auto& link : topology.proto().links()) {
     std::string_view a_dev, a_port, b_dev, b_port;
     SplitPortName(link.a(), &a_dev, &a_port);
     SplitPortName(link.b(), &b_dev, &b_port);
@@ -189,17 +192,32 @@ absl::StatusOr<TeResult> AllocateTe(const Topology& topology, std::vector<TeDema
       if (const v1::TopoHost* host = topology.FindHost(peer)) {
         if (sw->role() == v1::SWITCH_ROLE_RTSW)
           for (const auto& nic : host->nics())
-            if (nic.name() == peer_port) rack_of_prefix[RackPrefix(nic.ip())] = dev;
+            if (nic.name() == peer_port) f.rack_of_prefix[RackPrefix(nic.ip())] = dev;
         continue;
       }
       const v1::TopoSwitch* other = topology.FindSwitch(peer);
-      if (other == nullptr || !usable) continue;
+      if (other == nullptr) continue;
+      if (!usable) {
+        f.unusable_links.insert(port);
+        continue;
+      }
       if (sw->role() == v1::SWITCH_ROLE_RTSW && other->role() == v1::SWITCH_ROLE_CTSW)
-        uplinks[dev].push_back({port, other_port, peer, capacity, 0});
+        f.uplinks[dev].push_back({port, other_port, peer, capacity, 0});
       if (sw->role() == v1::SWITCH_ROLE_CTSW && other->role() == v1::SWITCH_ROLE_RTSW)
-        downlinks[{dev, peer}].push_back({port, other_port, peer, capacity, 0});
+        f.downlinks[{dev, peer}].push_back({port, other_port, peer, capacity, 0});
     }
   }
+  return f;
+}
+
+}  // namespace
+
+absl::StatusOr<TeResult> AllocateTe(const Topology& topology, std::vector<TeDemand> demands,
+                                    const std::set<std::string>& unusable) {
+  Fabric fabric = BuildFabric(topology, unusable);
+  Uplinks& uplinks = fabric.uplinks;                     // RTSW -> links up to CTSWs
+  Downlinks& downlinks = fabric.downlinks;               // (CTSW, RTSW) -> parallel links
+  const auto& rack_of_prefix = fabric.rack_of_prefix;  // /24 -> RTSW
   auto by_port = [](const Link& x, const Link& y) { return x.port < y.port; };
   for (auto& [rtsw, list] : uplinks) std::sort(list.begin(), list.end(), by_port);
   for (auto& [key, list] : downlinks) std::sort(list.begin(), list.end(), by_port);
@@ -322,6 +340,72 @@ absl::StatusOr<TeResult> AllocateTe(const Topology& topology, std::vector<TeDema
     return std::tie(x.ingress, x.dst_prefix) < std::tie(y.ingress, y.dst_prefix);
   });
   return result;
+}
+
+TeEvaluation EvaluateTe(const Topology& topology, const std::vector<TeDemand>& demands,
+                        const std::vector<TeOverride>& overrides, const std::set<std::string>& unusable) {
+  Fabric fabric = BuildFabric(topology, unusable);
+  TeEvaluation out;
+  std::map<std::pair<std::string, std::string>, std::string> egress;  // (ingress, prefix) -> egress
+  for (const TeOverride& o : overrides) {
+    egress[{o.ingress, o.dst_prefix}] = o.egress;
+    if (fabric.unusable_links.count(o.egress)) ++out.broken;
+  }
+  std::map<std::string, Link*> by_port;
+  for (auto& [rtsw, list] : fabric.uplinks)
+    for (Link& l : list) by_port[l.port] = &l;
+  for (auto& [key, list] : fabric.downlinks)
+    for (Link& l : list) by_port[l.port] = &l;
+  double smallest = 0;
+  for (const auto& [port, link] : by_port)
+    if (smallest == 0 || link->capacity < smallest) smallest = link->capacity;
+  std::set<std::pair<std::string, std::string>> carried;  // demands worth an override
+  for (const TeDemand& d : demands) {
+    if (!(d.bytes_per_s > 0)) continue;
+    std::string_view src, port;
+    SplitPortName(d.ingress, &src, &port);
+    const auto owner = fabric.rack_of_prefix.find(d.dst_prefix);
+    const v1::TopoSwitch* src_sw = topology.FindSwitch(src);
+    if (owner == fabric.rack_of_prefix.end() || src_sw == nullptr || owner->second == src) continue;
+    const v1::TopoSwitch* dst_sw = topology.FindSwitch(owner->second);
+    auto ups = fabric.uplinks.find(std::string(src));
+    if (dst_sw == nullptr || dst_sw->zone() != src_sw->zone() || ups == fabric.uplinks.end()) continue;
+    if (d.bytes_per_s >= 0.01 * smallest) {
+      carried.insert({d.ingress, d.dst_prefix});
+      if (!egress.count({d.ingress, d.dst_prefix})) ++out.uncovered;
+    }
+    // An override whose link is usable carries the demand; else ECMP
+    // spreads it evenly over the uplinks that reach the rack, and each
+    // CTSW over its links down to it.
+    auto o = egress.find({d.ingress, d.dst_prefix});
+    auto up = o == egress.end() ? by_port.end() : by_port.find(o->second);
+    if (up != by_port.end()) {
+      up->second->load += d.bytes_per_s;
+      auto down_o = egress.find({up->second->peer_port, d.dst_prefix});
+      auto down = down_o == egress.end() ? by_port.end() : by_port.find(down_o->second);
+      if (down != by_port.end()) {
+        down->second->load += d.bytes_per_s;
+      } else if (auto list = fabric.downlinks.find({up->second->peer, owner->second}); list != fabric.downlinks.end()) {
+        for (Link& l : list->second) l.load += d.bytes_per_s / static_cast<double>(list->second.size());
+      }
+      continue;
+    }
+    std::vector<Link*> reach;
+    for (Link& l : ups->second)
+      if (fabric.downlinks.count({l.peer, owner->second})) reach.push_back(&l);
+    for (Link* l : reach) {
+      const double share = d.bytes_per_s / static_cast<double>(reach.size());
+      l->load += share;
+      auto& downs = fabric.downlinks[{l->peer, owner->second}];
+      for (Link& dl : downs) dl.load += share / static_cast<double>(downs.size());
+    }
+  }
+  for (const auto& [port, link] : by_port) out.max_utilization = std::max(out.max_utilization, link->load / link->capacity);
+  for (const TeOverride& o : overrides) {
+    const v1::TopoSwitch* sw = topology.FindSwitch(EntityDevice(o.ingress));
+    if (sw != nullptr && sw->role() == v1::SWITCH_ROLE_RTSW && !carried.count({o.ingress, o.dst_prefix})) ++out.stale;
+  }
+  return out;
 }
 
 }  // namespace rocefab::controller

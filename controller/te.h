@@ -31,6 +31,7 @@ struct TeOverride {
   std::string ingress;     // "z1-rtsw01/Ethernet0", or on a CTSW the port facing the uplink
   std::string dst_prefix;  // "10.1.3.0/24"
   std::string egress;      // "z1-rtsw01/Ethernet32"; the same switch as ingress
+  bool operator==(const TeOverride&) const = default;
 };
 
 struct TeResult {
@@ -46,5 +47,20 @@ struct TeResult {
 // `unusable` holds "switch/port" names (drained or down) no override may use.
 absl::StatusOr<TeResult> AllocateTe(const Topology& topology, std::vector<TeDemand> demands,
                                     const std::set<std::string>& unusable);
+
+// How `overrides` would carry `demands`: the busiest RTSW uplink or CTSW
+// downlink, with demands no override matches spread as ECMP spreads them
+// in expectation (its collisions are what it cannot show). The TE loop
+// compares the overrides it runs with a new allocation by this.
+struct TeEvaluation {
+  double max_utilization = 0;
+  size_t broken = 0;     // overrides whose egress link is unusable
+  // Demands of at least 1% of a link that no override carries, and RTSW
+  // overrides that carry no such demand: the traffic moved.
+  size_t uncovered = 0;
+  size_t stale = 0;
+};
+TeEvaluation EvaluateTe(const Topology& topology, const std::vector<TeDemand>& demands,
+                        const std::vector<TeOverride>& overrides, const std::set<std::string>& unusable);
 
 }  // namespace rocefab::controller

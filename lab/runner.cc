@@ -220,7 +220,12 @@ class Daemons {
       controller_.reset();
     }
     NotifySocket ready(run_dir_ + "/logs/.notify-controller");
-    std::vector<std::string> argv = {bin_dir_ + "/rocefab-controllerd", "--listen", controller_listen_, "--db",
+    // TE, when the policy runs it, re-allocates every 5 s and rolls out as
+    // the lab's operator does: a canary, then the rest, with a short gate.
+    std::ofstream(run_dir_ + "/controllerd.yaml")
+        << "# written by rocefab-lab\nte: {period_s: 5, canary: 1, wave_size: 64, gate_seconds: 2}\n";
+    std::vector<std::string> argv = {bin_dir_ + "/rocefab-controllerd", "--config", run_dir_ + "/controllerd.yaml",
+          "--listen", controller_listen_, "--db",
           run_dir_ + "/controller.db", "--topology", run_dir_ + "/topology.yaml", "--policy", policy,
           "--collector", grpc_, "--switch-agents-json", run_dir_ + "/endpoints.json",
           // The operator may roll out; the collector's automatic remediation may drain.

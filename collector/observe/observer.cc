@@ -70,6 +70,7 @@ void Observer::Loop() {
     for (const StoredBatch& batch : batches) {
       latest_.Update(*batch);
       if (detectors_) detectors_->Observe(*batch);
+      if (traffic_rates_) traffic_rates_->Observe(*batch);
       int64_t& newest = observed_created_us_[batch->agent_id()];
       newest = std::max(newest, batch->created_us());
     }

@@ -23,6 +23,7 @@
 #include "collector/detectors.h"
 #include "collector/latest_values.h"
 #include "collector/store.h"
+#include "collector/traffic_matrix.h"
 #include "common/clock.h"
 #include "common/queue.h"
 
@@ -67,6 +68,8 @@ class Observer final {
   // Drains the queue (it must be closed) and joins the thread.
   void Stop();
   int64_t last_progress_us() const { return last_progress_us_.load(); }
+  // Also feeds every batch to `rates` (the TE traffic matrix); before Start.
+  void SetTrafficRates(TrafficRates* rates) { traffic_rates_ = rates; }
 
  private:
   void Loop();
@@ -85,6 +88,7 @@ class Observer final {
   bool fresh_data_ = false;
   std::map<std::string, int64_t> observed_created_us_;  // since the last evaluation
   EvaluatedThrough evaluated_through_;
+  TrafficRates* traffic_rates_ = nullptr;
   std::thread thread_;
 };
 

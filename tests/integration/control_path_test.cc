@@ -326,6 +326,7 @@ const std::vector<MethodRule>& Rules() {
       {"/rocefab.v1.Query/Unsilence", "collector", {"operator"}},
       {"/rocefab.v1.Query/RecordPlaybookRun", "collector", {"operator"}},
       {"/rocefab.v1.Query/ListPlaybookRuns", "collector", {"viewer"}},
+      {"/rocefab.v1.Query/TrafficMatrix", "collector", {"viewer"}},
       {"/rocefab.v1.Controller/Plan", "controller", {"viewer"}},
       {"/rocefab.v1.Controller/Status", "controller", {"viewer"}},
       {"/rocefab.v1.Controller/History", "controller", {"viewer"}},
