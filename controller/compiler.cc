@@ -6,12 +6,20 @@
 
 #include <algorithm>
 #include <functional>
+#include <unordered_map>
 #include <cstdio>
 
 #include "common/strings.h"
 
 namespace rocefab::controller {
 namespace {
+
+// The /16 holding a /24: "10.1.3.0/24" -> "10.1.0.0/16".
+std::string Slash16(const std::string& prefix24) {
+  const size_t first = prefix24.find('.');
+  const size_t second = first == std::string::npos ? first : prefix24.find('.', first + 1);
+  return second == std::string::npos ? prefix24 : StrCat(prefix24.substr(0, second), ".0.0/16");
+}
 
 bool ValidIpv4(const std::string& ip) {
   unsigned a, b, c, d;
@@ -105,14 +113,15 @@ void AddRoute(v1::SwitchConfig* config, const std::string& prefix, uint32_t grou
 // position) per egress port. Overrides left out leave their traffic to the
 // ECMP routes of the main table.
 void AddTeOverrides(v1::SwitchConfig* config, const std::string& sw, const std::vector<Fabric::Port>& ports,
-                    const std::vector<TeOverride>& te,
+                    const std::vector<const TeOverride*>& te,
                     const std::function<bool(const Fabric::Port&, const std::string&)>& usable) {
   std::map<std::string, size_t> position;
   for (size_t i = 0; i < ports.size(); ++i) position[ports[i].name] = i;
   std::set<std::pair<size_t, std::string>> routes;
   std::set<size_t> groups;
   uint32_t priority = 1000;
-  for (const TeOverride& o : te) {
+  for (const TeOverride* override : te) {
+    const TeOverride& o = *override;
     std::string_view dev, ingress, out_dev, out_port;
     SplitPortName(o.ingress, &dev, &ingress);
     SplitPortName(o.egress, &out_dev, &out_port);
@@ -206,16 +215,18 @@ absl::StatusOr<v1::Policy> ValidatePolicy(v1::Policy policy) {
 }
 
 std::string ContentHash(const v1::SwitchConfig& config) {
+  // "<size>:<item>" per item, in place. Deterministic serialisation keeps
+  // the hash stable across runs.
   std::string bytes;
   for (const auto& item : config.items()) {
-    std::string encoded;
-    // Deterministic serialisation keeps the hash stable across runs.
-    google::protobuf::io::StringOutputStream stream(&encoded);
-    google::protobuf::io::CodedOutputStream coded(&stream);
+    const size_t size = item.ByteSizeLong();
+    StrAppend(&bytes, size, ":");
+    const size_t at = bytes.size();
+    bytes.resize(at + size);
+    google::protobuf::io::ArrayOutputStream array(bytes.data() + at, static_cast<int>(size));
+    google::protobuf::io::CodedOutputStream coded(&array);
     coded.SetSerializationDeterministic(true);
-    item.SerializeToCodedStream(&coded);
-    coded.Trim();
-    StrAppend(&bytes, encoded.size(), ":", encoded);
+    item.SerializeWithCachedSizes(&coded);
   }
   StrAppend(&bytes, "scheme:", static_cast<int>(config.scheme()), "qp:", config.qp_scaling_hint());
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -265,16 +276,76 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
   for (const auto& [rtsw, prefixes] : fabric.prefixes)
     for (const auto& prefix : prefixes) prefix_owner[prefix] = rtsw;
 
+  // Racks of other zones are routed by /16 where a /16 holds racks of other
+  // zones only (for a rack or spine switch) or of one zone only (for an
+  // aggregation switch): their next hops are the same for every rack of it,
+  // and a /16 route per zone instead of a /24 per rack keeps an RTSW's
+  // table at its own zone's size (docs/controller.md, "Addressing").
+  //
+  // Everything a switch's loop over the prefixes asks is indexed here once:
+  // switches and zones by number, each prefix's owner, zone and /16, and
+  // which switch still has an undrained link to which.
+  std::unordered_map<std::string, int> switch_index, zone_index;
+  std::vector<const v1::TopoSwitch*> switch_list;
+  for (const auto& s : topology.proto().switches()) {
+    switch_index.emplace(s.name(), static_cast<int>(switch_list.size()));
+    switch_list.push_back(&s);
+    zone_index.emplace(s.zone(), static_cast<int>(zone_index.size()));
+  }
+  struct PrefixInfo {
+    const std::string* prefix;
+    int owner;  // switch index
+    int zone;   // zone index
+    int p16;    // index into p16_names
+  };
+  std::vector<PrefixInfo> infos;
+  std::vector<std::string> p16_names;
+  std::map<std::string, int> p16_index;
+  std::vector<std::vector<char>> p16_has_zone;  // [p16][zone]
+  std::vector<int> p16_zone_count;
+  for (const auto& [prefix, owner] : prefix_owner) {
+    const int o = switch_index.at(owner);
+    const int z = zone_index.at(switch_list[o]->zone());
+    auto [it, added] = p16_index.emplace(Slash16(prefix), static_cast<int>(p16_names.size()));
+    if (added) {
+      p16_names.push_back(it->first);
+      p16_has_zone.emplace_back(zone_index.size(), 0);
+      p16_zone_count.push_back(0);
+    }
+    if (!p16_has_zone[it->second][z]) {
+      p16_has_zone[it->second][z] = 1;
+      ++p16_zone_count[it->second];
+    }
+    infos.push_back({&prefix, o, z, it->second});
+  }
+
   // What each switch still reaches over undrained links (its neighbour
   // switches), and which reach an ATSW: asked once per (uplink, prefix).
   std::map<std::string, std::set<std::string>> reach;
   std::set<std::string> reaches_atsw;
+  // The TE overrides of each switch (by the ingress port's device).
+  std::unordered_map<std::string, std::vector<const TeOverride*>> te_of;
+  if (te != nullptr)
+    for (const TeOverride& o : *te) te_of[EntityDevice(o.ingress)].push_back(&o);
+  const std::vector<const TeOverride*> no_overrides;
+  auto overrides_of = [&](const std::string& name) -> const std::vector<const TeOverride*>& {
+    auto it = te_of.find(name);
+    return it == te_of.end() ? no_overrides : it->second;
+  };
+  const size_t n_switches = switch_list.size();
+  std::vector<char> links_to(n_switches * n_switches, 0);  // [from * n + to]: an undrained link
+  std::vector<char> reaches_atsw_bit(n_switches, 0);
   for (const auto& [name, list] : fabric.ports)
     for (const auto& port : list) {
       if (port.drained || port.to_host) continue;
       reach[name].insert(port.peer_dev);
       const v1::TopoSwitch* peer = topology.FindSwitch(port.peer_dev);
-      if (peer != nullptr && peer->role() == v1::SWITCH_ROLE_ATSW) reaches_atsw.insert(name);
+      if (peer != nullptr && peer->role() == v1::SWITCH_ROLE_ATSW) {
+        reaches_atsw.insert(name);
+        reaches_atsw_bit[switch_index.at(name)] = 1;
+      }
+      if (auto to = switch_index.find(port.peer_dev); to != switch_index.end())
+        links_to[static_cast<size_t>(switch_index.at(name)) * n_switches + static_cast<size_t>(to->second)] = 1;
     }
   for (const auto& sw : topology.proto().switches()) {
     v1::SwitchConfig config;
@@ -345,11 +416,29 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
       };
       std::map<std::vector<const Fabric::Port*>, uint32_t> group_ids;
       size_t slice = 0;
-      for (const auto& [prefix, owner] : prefix_owner) {
-        if (owner == sw.name()) continue;
+      const int self = switch_index.at(sw.name());
+      const int my_zone = zone_index.at(sw.zone());
+      std::vector<int> up_peer;
+      for (const auto* up : uplinks) up_peer.push_back(switch_index.at(up->peer_dev));
+      std::vector<char> aggregated(p16_names.size(), 0);
+      for (const PrefixInfo& info : infos) {
+        if (info.owner == self) continue;
+        const bool remote = info.zone != my_zone;
+        // Every rack of another zone has the same usable uplinks (those to
+        // a CTSW that reaches an ATSW). Path pinning slices by rack, so it
+        // keeps its /24s.
+        const std::string* route_prefix = info.prefix;
+        if (remote && config.scheme() != v1::ROUTING_SCHEME_PATH_PINNING && !p16_has_zone[info.p16][my_zone]) {
+          if (aggregated[info.p16]) continue;
+          aggregated[info.p16] = 1;
+          route_prefix = &p16_names[info.p16];
+        }
         std::vector<const Fabric::Port*> usable;
-        for (const auto* up : uplinks)
-          if (ctsw_reaches(up->peer_dev, owner)) usable.push_back(up);
+        for (size_t u = 0; u < uplinks.size(); ++u) {
+          const size_t ctsw = static_cast<size_t>(up_peer[u]);
+          if (links_to[ctsw * n_switches + static_cast<size_t>(info.owner)] || (remote && reaches_atsw_bit[ctsw]))
+            usable.push_back(uplinks[u]);
+        }
         if (usable.empty()) continue;  // unreachable: no route rather than a blackhole
         if (config.scheme() == v1::ROUTING_SCHEME_PATH_PINNING) {
           // Each remote rack prefix rides one uplink: destination slices.
@@ -360,10 +449,10 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
           it->second = config.scheme() == v1::ROUTING_SCHEME_PATH_PINNING ? 100 + next_group++ : next_group++;
           AddGroup(&config, it->second, usable);
         }
-        AddRoute(&config, prefix, it->second, "");
+        AddRoute(&config, *route_prefix, it->second, "");
       }
       if (config.scheme() == v1::ROUTING_SCHEME_TE && te != nullptr)
-        AddTeOverrides(&config, sw.name(), ports, *te, [&](const Fabric::Port& out, const std::string& prefix) {
+        AddTeOverrides(&config, sw.name(), ports, overrides_of(sw.name()), [&](const Fabric::Port& out, const std::string& prefix) {
           const auto owner = prefix_owner.find(prefix);
           return !out.to_host && role_of(out.peer_dev) == v1::SWITCH_ROLE_CTSW && owner != prefix_owner.end() &&
                  ctsw_reaches(out.peer_dev, owner->second);
@@ -393,13 +482,35 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
         up_group = next_group++;
         AddGroup(&config, up_group, up);
       }
-      for (const auto& [prefix, owner] : prefix_owner) {
-        std::string target = sw.role() == v1::SWITCH_ROLE_CTSW ? owner : "zone:" + zone_of(owner);
-        if (auto g = group_of.find(target); g != group_of.end()) AddRoute(&config, prefix, g->second, "");
-        else if (up_group != 0 && zone_of(owner) != sw.zone()) AddRoute(&config, prefix, up_group, "");
+      std::vector<char> aggregated(p16_names.size(), 0);
+      const int my_zone = zone_index.at(sw.zone());
+      // The group toward each owner (CTSW) or each zone (ATSW), by index.
+      std::vector<uint32_t> group_by_owner(n_switches, 0), group_by_zone(zone_index.size(), 0);
+      for (const auto& [target, id] : group_of) {
+        if (target.rfind("zone:", 0) == 0) {
+          if (auto z = zone_index.find(target.substr(5)); z != zone_index.end()) group_by_zone[z->second] = id;
+        } else if (auto o = switch_index.find(target); o != switch_index.end()) {
+          group_by_owner[o->second] = id;
+        }
+      }
+      auto route = [&](const PrefixInfo& info, uint32_t group, bool aggregate) {
+        if (!aggregate) return AddRoute(&config, *info.prefix, group, "");
+        if (aggregated[info.p16]) return;
+        aggregated[info.p16] = 1;
+        AddRoute(&config, p16_names[info.p16], group, "");
+      };
+      for (const PrefixInfo& info : infos) {
+        const uint32_t g = sw.role() == v1::SWITCH_ROLE_CTSW ? group_by_owner[info.owner] : group_by_zone[info.zone];
+        if (g != 0) {
+          // An ATSW reaches a zone through the same CTSWs for all its racks.
+          route(info, g, sw.role() == v1::SWITCH_ROLE_ATSW && p16_zone_count[info.p16] == 1 &&
+                             !p16_has_zone[info.p16][my_zone]);
+        } else if (up_group != 0 && info.zone != my_zone) {
+          route(info, up_group, !p16_has_zone[info.p16][my_zone]);
+        }
       }
       if (sw.role() == v1::SWITCH_ROLE_CTSW && config.scheme() == v1::ROUTING_SCHEME_TE && te != nullptr)
-        AddTeOverrides(&config, sw.name(), ports, *te, [&](const Fabric::Port& out, const std::string& prefix) {
+        AddTeOverrides(&config, sw.name(), ports, overrides_of(sw.name()), [&](const Fabric::Port& out, const std::string& prefix) {
           const auto owner = prefix_owner.find(prefix);
           return owner != prefix_owner.end() && out.peer_dev == owner->second;
         });

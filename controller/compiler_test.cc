@@ -1,6 +1,11 @@
 #include "controller/compiler.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+
+#include <cstdio>
 
 #include "common/config_loader.h"
 #include "lab/topology_gen.h"
@@ -188,6 +193,46 @@ TEST(Compiler, TeOverridesBecomeRulesOverTheEecmpFallback) {
   ASSERT_TRUE(drained.ok());
   EXPECT_EQ(Item(drained->at("z1-rtsw01"), "rule/Ethernet0/10.1.2.0/24"), nullptr);
   EXPECT_NE(Item(drained->at("z1-rtsw01"), "rule/Ethernet4/10.1.2.0/24"), nullptr);
+}
+
+}  // namespace
+}  // namespace rocefab::controller
+
+namespace rocefab::controller {
+namespace {
+
+// The content hash is what agents report back and what drift compares, so
+// its definition must not move between releases (an upgrade would see
+// every switch drift and push them all): SHA-256 over "<size>:<item>" per
+// item, each item serialised deterministically, then "scheme:<n>qp:<n>".
+TEST(ContentHash, IsSha256OverSizePrefixedDeterministicItemsThenSchemeAndQp) {
+  auto configs = Compile(*Fabric(), *ValidatePolicy(PolicyFrom(kPolicy)), {}, 7);
+  ASSERT_TRUE(configs.ok());
+  for (const auto& [name, config] : *configs) {
+    std::string bytes;
+    for (const auto& item : config.items()) {
+      std::string encoded;
+      google::protobuf::io::StringOutputStream stream(&encoded);
+      {
+        google::protobuf::io::CodedOutputStream coded(&stream);
+        coded.SetSerializationDeterministic(true);
+        item.SerializeToCodedStream(&coded);
+      }
+      bytes += std::to_string(encoded.size()) + ":" + encoded;
+    }
+    bytes += "scheme:" + std::to_string(static_cast<int>(config.scheme())) + "qp:" +
+             std::to_string(config.qp_scaling_hint());
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
+    std::string hex;
+    for (unsigned int i = 0; i < length; ++i) {
+      char buf[3];
+      std::snprintf(buf, sizeof buf, "%02x", digest[i]);
+      hex += buf;
+    }
+    EXPECT_EQ(config.content_hash(), hex) << name;
+  }
 }
 
 }  // namespace

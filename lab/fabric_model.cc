@@ -382,6 +382,8 @@ std::vector<int> FabricModel::AppliedNextHops(int sw, int dst) const {
   if (auto it = applied.host_routes.find(ip); it != applied.host_routes.end()) ports = &it->second;
   else if (auto it24 = applied.rack_routes.find(ip & 0xffffff00u); it24 != applied.rack_routes.end())
     ports = &it24->second;
+  else if (auto it16 = applied.zone_routes.find(ip & 0xffff0000u); it16 != applied.zone_routes.end())
+    ports = &it16->second;
   std::vector<int> out;
   if (ports == nullptr) return out;  // no route: the switch drops it
   for (int port : *ports)
@@ -484,6 +486,8 @@ void FabricModel::SetAppliedConfig(const v1::SwitchConfig& config) {
       routing.host_routes[ip] = ports;
     } else if (len == 24) {
       routing.rack_routes[ip & 0xffffff00u] = ports;
+    } else if (len == 16) {
+      routing.zone_routes[ip & 0xffff0000u] = ports;
     }
   }
   for (const auto& item : config.items()) {

@@ -273,6 +273,7 @@ class FabricModel final {
     uint32_t qp_scaling_hint = 0;
     std::map<uint32_t, std::vector<int>> host_routes;  // /32 -> egress ports
     std::map<uint32_t, std::vector<int>> rack_routes;  // /24 -> egress ports
+    std::map<uint32_t, std::vector<int>> zone_routes;  // /16 -> egress ports (other zones' racks)
     // Policy routing (TE overrides): (ingress port, /24) -> table, and each
     // table's /24 routes.
     std::map<std::pair<int, uint32_t>, uint32_t> rules;
