@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "common/config_loader.h"
+#include "common/strings.h"
 #include "lab/topology_gen.h"
 
 namespace rocefab::controller {
@@ -233,6 +234,48 @@ TEST(ContentHash, IsSha256OverSizePrefixedDeterministicItemsThenSchemeAndQp) {
     }
     EXPECT_EQ(config.content_hash(), hex) << name;
   }
+}
+
+}  // namespace
+}  // namespace rocefab::controller
+
+namespace rocefab::controller {
+namespace {
+
+std::set<std::string> RouteKeys(const v1::SwitchConfig& config) {
+  std::set<std::string> keys;
+  for (const auto& item : config.items())
+    if (item.has_route() && item.route().table() == 0) keys.insert(item.key());
+  return keys;
+}
+
+// Two zones (10.1/16 and 10.2/16): an RTSW and a CTSW route the other zone
+// by one /16, an ATSW each zone by its /16; the own zone keeps its racks'
+// /24s, and path pinning, which slices by rack, keeps every /24.
+TEST(Compile, OtherZonesRacksAreOneSlash16AndTheOwnZoneKeepsItsSlash24s) {
+  auto topo = *lab::BuildGenerated(
+      {.zones = 2, .racks_per_zone = 3, .hosts_per_rack = 1, .nics_per_host = 2, .ctsw_per_zone = 2, .atsw = 2});
+  auto ecmp = Compile(*topo, *ValidatePolicy(PolicyFrom("default_scheme: ecmp")), {}, 1);
+  ASSERT_TRUE(ecmp.ok()) << ecmp.status();
+  const auto rtsw = RouteKeys(ecmp->at("z1-rtsw01"));
+  EXPECT_TRUE(rtsw.count("route/10.2.0.0/16"));
+  for (int rack = 1; rack <= 3; ++rack) EXPECT_FALSE(rtsw.count(StrCat("route/10.2.", rack, ".0/24")));
+  EXPECT_TRUE(rtsw.count("route/10.1.2.0/24") && rtsw.count("route/10.1.3.0/24"));
+  EXPECT_FALSE(rtsw.count("route/10.1.0.0/16")) << "the own zone is never aggregated";
+  const auto ctsw = RouteKeys(ecmp->at("z1-ctsw01"));
+  EXPECT_TRUE(ctsw.count("route/10.2.0.0/16") && ctsw.count("route/10.1.1.0/24"));
+  EXPECT_FALSE(ctsw.count("route/10.2.1.0/24"));
+  std::string atsw_name;
+  for (const auto& sw : topo->proto().switches())
+    if (sw.role() == v1::SWITCH_ROLE_ATSW) atsw_name = sw.name();
+  ASSERT_FALSE(atsw_name.empty());
+  const auto atsw = RouteKeys(ecmp->at(atsw_name));
+  EXPECT_EQ(atsw, (std::set<std::string>{"route/10.1.0.0/16", "route/10.2.0.0/16"}));
+  auto pinned = Compile(*topo, *ValidatePolicy(PolicyFrom("default_scheme: path_pinning")), {}, 1);
+  ASSERT_TRUE(pinned.ok());
+  const auto pinned_rtsw = RouteKeys(pinned->at("z1-rtsw01"));
+  EXPECT_TRUE(pinned_rtsw.count("route/10.2.1.0/24"));
+  EXPECT_FALSE(pinned_rtsw.count("route/10.2.0.0/16"));
 }
 
 }  // namespace
