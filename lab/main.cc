@@ -12,6 +12,7 @@
 #include "common/process.h"
 #include "common/strings.h"
 #include "lab/runner.h"
+#include "lab/study.h"
 #include "lab/score.h"
 #include "lab/topology_gen.h"
 
@@ -110,6 +111,28 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
   suite->add_option("--bin-dir", run.bin_dir, "where the rocefab daemons are")->capture_default_str();
+  lab::StudyOptions study_options;
+  std::string study_failures = "0,1,4", study_output = "table";
+  bool study_small = false;
+  auto* study = app.add_subcommand(
+      "study", "flow-level routing study: ECMP, path pinning, E-ECMP 1/4/16 QPs and TE on the Llama 3 "
+               "fabric, AllReduce and AllToAll, packed and fragmented, with failed uplinks (docs/routing-study.md)");
+  study->add_option("--allreduce-hosts", study_options.allreduce_hosts, "hosts of the AllReduce job")
+      ->check(CLI::Range(2, 4096))
+      ->capture_default_str();
+  study->add_option("--alltoall-hosts", study_options.alltoall_hosts,
+                    "hosts of the AllToAll job (its flows grow as hosts^2)")
+      ->check(CLI::Range(2, 256))
+      ->capture_default_str();
+  study->add_option("--failures", study_failures, "failed rack uplinks per case, comma-separated")
+      ->capture_default_str();
+  study->add_option("--seed", study_options.seed, "placement and failure seed")->capture_default_str();
+  study->add_flag("--small", study_small,
+                  "the demo zone (8 racks x 2 hosts x 8 NICs, 4 CTSWs) instead of the Llama 3 fabric, with 8 "
+                  "and 6 host jobs: seconds instead of minutes");
+  study->add_option("-o,--output", study_output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -117,6 +140,59 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
 
+  if (study->parsed()) {
+    study_options.failures.clear();
+    for (std::string_view rest = study_failures; !rest.empty();) {
+      const size_t comma = rest.find(',');
+      const std::string item(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      char* end = nullptr;
+      const unsigned long k = std::strtoul(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || k > 64) {
+        std::cerr << "rocefab-lab: --failures: '" << item << "' is not a count of 0 to 64\n";
+        return 2;
+      }
+      study_options.failures.push_back(static_cast<uint32_t>(k));
+    }
+    if (study_small) {
+      study_options.topology = lab::TopologyParams{};
+      study_options.allreduce_hosts = std::min<uint32_t>(study_options.allreduce_hosts, 8);
+      study_options.alltoall_hosts = std::min<uint32_t>(study_options.alltoall_hosts, 6);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    auto rows = lab::RunStudy(study_options);
+    if (!rows.ok()) {
+      std::cerr << "rocefab-lab: study: " << rows.status().message() << "\n";
+      return 1;
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (study_output == "json") {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& r : *rows)
+        out.push_back({{"collective", r.collective}, {"placement", r.placement}, {"failures", r.failures},
+                       {"scheme", r.scheme}, {"qps", r.qps}, {"hosts", r.hosts}, {"max_to_mean", r.max_to_mean},
+                       {"max_utilization", r.max_utilization}, {"mean_utilization", r.mean_utilization},
+                       {"busbw_gbs", r.busbw_gbs}, {"ideal_busbw_gbs", r.ideal_busbw_gbs}});
+      std::cout << nlohmann::json{{"rows", out}, {"ecmp_1000_flows_16_links_max_to_mean",
+                                                  lab::EcmpMaxToMean(1000, 16, 1000, study_options.seed)},
+                                  {"seconds", seconds}}
+                       .dump(2)
+                << "\n";
+      return 0;
+    }
+    std::printf("%-10s %-10s %3s  %-12s %3s  %8s %8s %8s %9s %6s\n", "COLLECTIVE", "PLACEMENT", "FL", "SCHEME",
+                "QPS", "MAX/MEAN", "MAX UTIL", "MEAN", "BUSBW", "IDEAL");
+    for (const auto& r : *rows)
+      std::printf("%-10s %-10s %3u  %-12s %3u  %8.2f %8.2f %8.2f %9.1f %5.0f%%\n", r.collective.c_str(),
+                  r.placement.c_str(), r.failures, r.scheme.c_str(), r.qps, r.max_to_mean, r.max_utilization,
+                  r.mean_utilization, r.busbw_gbs, r.ideal_busbw_gbs > 0 ? 100 * r.busbw_gbs / r.ideal_busbw_gbs : 0);
+    std::printf("ECMP's entropy: 1,000 flows hashed onto 16 links give max/mean %.2f (mean of 1,000 draws)\n",
+                lab::EcmpMaxToMean(1000, 16, 1000, study_options.seed));
+    std::printf("(%zu cases in %.1f s; FL: failed rack uplinks; BUSBW in GB/s, IDEAL: share of the idle fabric's)\n",
+                rows->size(), seconds);
+    return 0;
+  }
   if (topology->parsed()) {
     if (llama3) params = lab::Llama3Params();
     const auto start = std::chrono::steady_clock::now();
