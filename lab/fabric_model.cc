@@ -899,7 +899,10 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
         break;
     }
     const double line = channels_[ports_[job.conns[0].first].out_channel].capacity_Bps;
-    const double ideal_comm = per_conn_bytes / line + steps * k_.step_latency_s;
+    // All-to-all: each NIC's H-1 connections share its line; a ring's NIC
+    // sends on one.
+    const double sharing = job.spec.collective() == v1::COLLECTIVE_ALL_TO_ALL ? std::max(1, H - 1) : 1;
+    const double ideal_comm = per_conn_bytes * sharing / line + steps * k_.step_latency_s;
     // CTS costs each step the wait for its grant. With a strict-priority
     // class the grant overtakes data; without one it queues behind the data
     // going to the sender, at the sender's rack switch.

@@ -130,8 +130,8 @@ int main(int argc, char** argv) {
   study->add_flag("--small", study_small,
                   "the demo zone (8 racks x 2 hosts x 8 NICs, 4 CTSWs) instead of the Llama 3 fabric, with 8 "
                   "and 6 host jobs: seconds instead of minutes");
-  study->add_option("-o,--output", study_output, "table or json")
-      ->check(CLI::IsMember({"table", "json"}))
+  study->add_option("-o,--output", study_output, "table, json or csv (for plots: scripts/routing-study.sh)")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
       ->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -181,6 +181,15 @@ int main(int argc, char** argv) {
                 << "\n";
       return 0;
     }
+    if (study_output == "csv") {
+      std::printf("collective,placement,failures,scheme,qps,hosts,max_to_mean,max_utilization,mean_utilization,"
+                  "busbw_gbs,ideal_busbw_gbs\n");
+      for (const auto& r : *rows)
+        std::printf("%s,%s,%u,%s,%u,%u,%.4f,%.4f,%.4f,%.2f,%.2f\n", r.collective.c_str(), r.placement.c_str(),
+                    r.failures, r.scheme.c_str(), r.qps, r.hosts, r.max_to_mean, r.max_utilization,
+                    r.mean_utilization, r.busbw_gbs, r.ideal_busbw_gbs);
+      return 0;
+    }
     std::printf("%-10s %-10s %3s  %-12s %3s  %8s %8s %8s %9s %6s\n", "COLLECTIVE", "PLACEMENT", "FL", "SCHEME",
                 "QPS", "MAX/MEAN", "MAX UTIL", "MEAN", "BUSBW", "IDEAL");
     for (const auto& r : *rows)
@@ -189,7 +198,8 @@ int main(int argc, char** argv) {
                   r.mean_utilization, r.busbw_gbs, r.ideal_busbw_gbs > 0 ? 100 * r.busbw_gbs / r.ideal_busbw_gbs : 0);
     std::printf("ECMP's entropy: 1,000 flows hashed onto 16 links give max/mean %.2f (mean of 1,000 draws)\n",
                 lab::EcmpMaxToMean(1000, 16, 1000, study_options.seed));
-    std::printf("(%zu cases in %.1f s; FL: failed rack uplinks; BUSBW in GB/s, IDEAL: share of the idle fabric's)\n",
+    std::printf("(%zu cases in %.1f s; FL: failed rack uplinks; MAX/MEAN over the footprint's links that carry "
+                "traffic, MEAN over all of them; BUSBW in GB/s, IDEAL: share of the idle fabric's)\n",
                 rows->size(), seconds);
     return 0;
   }

@@ -83,18 +83,32 @@ v1::Policy PolicyFor(const Topology& topo, const Scheme& s) {
   return *controller::ValidatePolicy(policy);
 }
 
-// The RTSW-CTSW channels, both ways: what the schemes differ on.
-std::vector<int> FabricChannels(const FabricModel& model) {
+// The job's footprint above the racks: the uplinks of the RTSWs its hosts
+// sit under and the CTSW links down to them, both used and idle (an idle
+// uplink beside a full one is what hashing costs), minus failed ones.
+std::vector<int> FootprintChannels(const FabricModel& model, const std::vector<std::string>& hosts,
+                                   const std::set<std::string>& failed) {
   const Topology& topo = model.topology();
+  std::set<std::string> rtsws;
+  for (const auto& host : hosts) {
+    const v1::TopoHost* h = topo.FindHost(host);
+    if (h == nullptr || h->nics().empty()) continue;
+    const std::string nic = StrCat(host, "/", h->nics(0).name());
+    rtsws.insert(EntityDevice(topo.PeerOf(topo.LinkOfPort(nic), nic)));
+  }
   std::vector<int> out;
   for (const auto& port : model.ports()) {
     if (port.sw < 0 || port.link < 0) continue;
+    const std::string full = StrCat(port.device, "/", port.name);
+    const std::string& peer_port = topo.PeerOf(port.link, full);
+    if (failed.count(full) || failed.count(peer_port)) continue;
     const v1::TopoSwitch* self = topo.FindSwitch(port.device);
-    const v1::TopoSwitch* peer =
-        topo.FindSwitch(EntityDevice(topo.PeerOf(port.link, StrCat(port.device, "/", port.name))));
+    const v1::TopoSwitch* peer = topo.FindSwitch(EntityDevice(peer_port));
     if (self == nullptr || peer == nullptr) continue;
-    const bool up = self->role() == v1::SWITCH_ROLE_RTSW && peer->role() == v1::SWITCH_ROLE_CTSW;
-    const bool down = self->role() == v1::SWITCH_ROLE_CTSW && peer->role() == v1::SWITCH_ROLE_RTSW;
+    const bool up = self->role() == v1::SWITCH_ROLE_RTSW && peer->role() == v1::SWITCH_ROLE_CTSW &&
+                    rtsws.count(port.device);
+    const bool down = self->role() == v1::SWITCH_ROLE_CTSW && peer->role() == v1::SWITCH_ROLE_RTSW &&
+                      rtsws.count(peer->name());
     if (up || down) out.push_back(port.out_channel);
   }
   return out;
@@ -169,17 +183,20 @@ absl::StatusOr<std::vector<StudyRow>> RunStudy(const StudyOptions& options) {
           row.scheme = s.name;
           row.qps = s.qps;
           row.hosts = static_cast<uint32_t>(hosts.size());
-          double sum = 0;
+          double sum = 0, used_sum = 0;
           int used = 0;
-          for (int ch : FabricChannels(**model)) {
+          const std::vector<int> footprint = FootprintChannels(**model, hosts, failed);
+          for (int ch : footprint) {
             const double u = (*model)->ChannelUtilization(ch);
-            if (u <= 0) continue;
             row.max_utilization = std::max(row.max_utilization, u);
             sum += u;
-            ++used;
+            if (u > 0) {
+              used_sum += u;
+              ++used;
+            }
           }
-          row.mean_utilization = used ? sum / used : 0;
-          row.max_to_mean = used ? row.max_utilization / row.mean_utilization : 0;
+          row.mean_utilization = footprint.empty() ? 0 : sum / static_cast<double>(footprint.size());
+          row.max_to_mean = used > 0 ? row.max_utilization / (used_sum / used) : 0;
           row.busbw_gbs = (*model)->jobs()[0].busbw_gbs;
           row.ideal_busbw_gbs = (*model)->jobs()[0].ideal_busbw_gbs;
           rows.push_back(row);

@@ -40,7 +40,10 @@ struct StudyRow {
   std::string scheme;      // ecmp, path_pinning, eecmp, te
   uint32_t qps = 1;
   uint32_t hosts = 0;
-  // Over the rack uplinks and CTSW downlinks that carry the job's traffic.
+  // Over the job's footprint above the racks (the uplinks of its racks'
+  // RTSWs and the CTSW links down to them): max/mean over the links that
+  // carry traffic, the busiest link, and the mean over all of them, idle
+  // ones included (a ring leaves some idle by its shape, hashing by chance).
   double max_to_mean = 0;
   double max_utilization = 0;
   double mean_utilization = 0;
