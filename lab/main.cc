@@ -3,18 +3,24 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "common/topology.h"
 #include "common/process.h"
 #include "common/strings.h"
+#include "cli/commands.h"
+#include "common/grpc_util.h"
 #include "lab/runner.h"
-#include "lab/study.h"
 #include "lab/score.h"
+#include "lab/study.h"
 #include "lab/topology_gen.h"
+#include "rocefab/v1/query.grpc.pb.h"
 
 namespace {
 
@@ -23,6 +29,119 @@ std::string SelfDir() {
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::string(".") : self.parent_path().string();
+}
+
+}  // namespace
+
+namespace {
+
+// rocefab-lab study --placement-from-registry: the job's hosts (in rank
+// order) and its dominant collective from the collector, then every scheme
+// on that placement.
+int RunWhatIfCommand(const rocefab::cli::GlobalOptions& g, const std::string& job_id, const std::string& topology_path,
+                     const std::string& output) {
+  using namespace rocefab;
+  if (job_id.empty() || topology_path.empty()) {
+    std::cerr << "rocefab-lab: study --placement-from-registry needs --job ID and --topology FILE\n";
+    return 2;
+  }
+  auto topology = Topology::Load(topology_path);
+  if (!topology.ok()) {
+    std::cerr << "rocefab-lab: " << topology.status().message() << "\n";
+    return 2;
+  }
+  auto tls = cli::ClientTls(g);
+  if (!tls.ok()) {
+    std::cerr << "rocefab-lab: " << tls.status().message() << "\n";
+    return 2;
+  }
+  auto channel = MakeChannel(g.collector, *tls);
+  if (!channel.ok()) {
+    std::cerr << "rocefab-lab: " << channel.status().message() << "\n";
+    return 2;
+  }
+  auto stub = v1::Query::NewStub(*channel);
+  v1::ListJobsResponse jobs;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    const grpc::Status status = stub->ListJobs(&ctx, v1::ListJobsRequest(), &jobs);
+    if (!status.ok()) {
+      std::cerr << "rocefab-lab: collector " << g.collector << ": " << status.error_message() << "\n";
+      return 1;
+    }
+  }
+  const v1::Job* job = nullptr;
+  for (const auto& j : jobs.jobs())
+    if (j.id() == job_id) job = &j;
+  if (job == nullptr) {
+    std::cerr << "rocefab-lab: job " << job_id << " is not running in the registry (rocefab job list)\n";
+    return 1;
+  }
+  std::vector<const v1::RankPlacement*> ranks;
+  for (const auto& r : job->ranks()) ranks.push_back(&r);
+  std::stable_sort(ranks.begin(), ranks.end(), [](auto* a, auto* b) { return a->rank() < b->rank(); });
+  std::vector<std::string> hosts;
+  for (const auto* r : ranks)
+    if (std::find(hosts.begin(), hosts.end(), r->host()) == hosts.end()) hosts.push_back(r->host());
+  // The collective that moved the most records over the last 10 minutes.
+  v1::JobTimelineResponse timeline;
+  std::string op = "AllReduce", note;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::JobTimelineRequest request;
+    request.set_job(job_id);
+    request.set_since_us(jobs.now_us() - 600'000'000);
+    std::map<std::string, uint64_t> records;
+    if (stub->JobTimeline(&ctx, request, &timeline).ok())
+      for (const auto& p : timeline.points()) records[p.op()] += p.records();
+    if (records.empty()) {
+      note = "no collective records in the last 10 minutes: assumed AllReduce";
+    } else {
+      op = std::max_element(records.begin(), records.end(),
+                            [](const auto& a, const auto& b) { return a.second < b.second; })
+               ->first;
+    }
+  }
+  const v1::Collective collective = op == "AllToAll"        ? v1::COLLECTIVE_ALL_TO_ALL
+                                    : op == "AllGather"     ? v1::COLLECTIVE_ALL_GATHER
+                                    : op == "ReduceScatter" ? v1::COLLECTIVE_REDUCE_SCATTER
+                                                            : v1::COLLECTIVE_ALL_REDUCE;
+  auto what_if = lab::RunWhatIf(*topology, hosts, collective);
+  if (!what_if.ok()) {
+    std::cerr << "rocefab-lab: job " << job_id << ": " << what_if.status().message() << "\n";
+    return 1;
+  }
+  const lab::StudyRow& best = what_if->rows[what_if->recommended];
+  const std::string recommendation =
+      best.scheme == "eecmp" ? StrCat("eecmp with qp_scaling: ", best.qps)
+      : best.scheme == "te"  ? "te (E-ECMP with 4 QPs as its fallback)"
+                             : best.scheme;
+  if (output == "json") {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& r : what_if->rows)
+      rows.push_back({{"scheme", r.scheme}, {"qps", r.qps}, {"busbw_gbs", r.busbw_gbs},
+                      {"ideal_busbw_gbs", r.ideal_busbw_gbs}, {"max_to_mean", r.max_to_mean},
+                      {"max_utilization", r.max_utilization}});
+    std::cout << nlohmann::json{{"job", job_id}, {"hosts", hosts.size()}, {"collective", op}, {"rows", rows},
+                                {"recommended", recommendation}, {"note", note}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::printf("job %s: %zu hosts, %s%s%s; predicted on its placement (the fabric model, docs/routing-study.md):\n",
+              job_id.c_str(), hosts.size(), op.c_str(), note.empty() ? "" : "; ", note.c_str());
+  std::printf("  %-12s %3s  %9s %6s  %8s\n", "SCHEME", "QPS", "BUSBW", "IDEAL", "MAX/MEAN");
+  for (size_t i = 0; i < what_if->rows.size(); ++i) {
+    const auto& r = what_if->rows[i];
+    std::printf("  %-12s %3u  %9.1f %5.0f%%  %8.2f%s\n", r.scheme.c_str(), r.qps, r.busbw_gbs,
+                r.ideal_busbw_gbs > 0 ? 100 * r.busbw_gbs / r.ideal_busbw_gbs : 0, r.max_to_mean,
+                i == what_if->recommended ? "  <- recommended" : "");
+  }
+  std::printf("recommended: %s (the simplest scheme within 2%% of the best predicted busbw)\n",
+              recommendation.c_str());
+  return 0;
 }
 
 }  // namespace
@@ -130,6 +249,21 @@ int main(int argc, char** argv) {
   study->add_flag("--small", study_small,
                   "the demo zone (8 racks x 2 hosts x 8 NICs, 4 CTSWs) instead of the Llama 3 fabric, with 8 "
                   "and 6 host jobs: seconds instead of minutes");
+  bool from_registry = false;
+  std::string whatif_job, whatif_topology;
+  cli::GlobalOptions whatif;
+  study->add_flag("--placement-from-registry", from_registry,
+                  "what-if: predict one running job's busbw under each scheme for its real placement, from the "
+                  "collector's job registry, and recommend one (needs --job and --topology)");
+  study->add_option("--job", whatif_job, "the job for --placement-from-registry");
+  study->add_option("--topology", whatif_topology, "the fabric's topology YAML for --placement-from-registry")
+      ->check(CLI::ExistingFile);
+  study->add_option("--collector", whatif.collector, "rocefab-collectord address (any shard: each holds the registry)")
+      ->envname("ROCEFAB_COLLECTOR")
+      ->capture_default_str();
+  study->add_option("--tls-ca", whatif.tls_ca, "CA file (PEM)")->envname("ROCEFAB_TLS_CA");
+  study->add_option("--tls-cert", whatif.tls_cert, "your certificate (PEM)")->envname("ROCEFAB_TLS_CERT");
+  study->add_option("--tls-key", whatif.tls_key, "your private key (PEM)")->envname("ROCEFAB_TLS_KEY");
   study->add_option("-o,--output", study_output, "table, json or csv (for plots: scripts/routing-study.sh)")
       ->check(CLI::IsMember({"table", "json", "csv"}))
       ->capture_default_str();
@@ -140,6 +274,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
 
+  if (study->parsed() && from_registry) return RunWhatIfCommand(whatif, whatif_job, whatif_topology, study_output);
   if (study->parsed()) {
     study_options.failures.clear();
     for (std::string_view rest = study_failures; !rest.empty();) {

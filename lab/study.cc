@@ -128,6 +128,81 @@ double EcmpMaxToMean(uint32_t flows, uint32_t links, uint32_t trials, uint32_t s
   return sum / trials;
 }
 
+namespace {
+
+// Every scheme for one case: `hosts` running `collective`, `failed` uplinks out.
+absl::StatusOr<std::vector<StudyRow>> RunCase(const std::shared_ptr<const Topology>& topo,
+                                              const std::vector<std::string>& hosts, v1::Collective collective,
+                                              const std::set<std::string>& failed, double seconds) {
+  std::vector<StudyRow> rows;
+  std::vector<controller::TeDemand> demands;  // from the E-ECMP run, for TE
+  for (const Scheme& s : kSchemes) {
+    v1::Scenario scenario;
+    auto* job = scenario.add_jobs();
+    job->set_id("study");
+    job->set_collective(collective);
+    job->set_qps_per_connection(s.qps);
+    for (const auto& h : hosts) job->add_hosts(h);
+    auto model = FabricModel::Create(topo, scenario);
+    if (!model.ok()) return model.status();
+    std::vector<controller::TeOverride> overrides;
+    if (s.scheme == v1::ROUTING_SCHEME_TE) {
+      auto te = controller::AllocateTe(*topo, demands, failed);
+      if (!te.ok()) return te.status();
+      overrides = std::move(te->overrides);
+    }
+    auto configs = controller::Compile(*topo, PolicyFor(*topo, s), failed, 1,
+                                       s.scheme == v1::ROUTING_SCHEME_TE ? &overrides : nullptr);
+    if (!configs.ok()) return configs.status();
+    for (const auto& [name, config] : *configs) (*model)->SetAppliedConfig(config);
+    for (double t = 0; t < seconds; t += 0.5) (*model)->Step(0.5, nullptr);
+    if (s.scheme == v1::ROUTING_SCHEME_EECMP && s.qps == 4) {
+      // The traffic matrix TE allocates over: what each NIC offers each
+      // peer, by RTSW ingress port and destination rack.
+      std::map<std::pair<std::string, std::string>, double> matrix;
+      for (const auto& [pair, bytes] : (*model)->OfferedTraffic()) {
+        const auto& [src, dst] = pair;
+        const std::string ingress = topo->PeerOf(topo->LinkOfPort(src), src);
+        std::string_view host, nic;
+        SplitPortName(dst, &host, &nic);
+        for (const auto& x : topo->FindHost(host)->nics())
+          if (x.name() == nic) matrix[{ingress, RackPrefix(x.ip())}] += bytes;
+      }
+      demands.clear();
+      for (const auto& [key, bytes] : matrix) demands.push_back({key.first, key.second, bytes});
+    }
+    StudyRow row;
+    row.collective = collective == v1::COLLECTIVE_ALL_TO_ALL    ? "all_to_all"
+                     : collective == v1::COLLECTIVE_ALL_GATHER   ? "all_gather"
+                     : collective == v1::COLLECTIVE_REDUCE_SCATTER ? "reduce_scatter"
+                                                                 : "all_reduce";
+    row.failures = static_cast<uint32_t>(failed.size());
+    row.scheme = s.name;
+    row.qps = s.qps;
+    row.hosts = static_cast<uint32_t>(hosts.size());
+    double sum = 0, used_sum = 0;
+    int used = 0;
+    const std::vector<int> footprint = FootprintChannels(**model, hosts, failed);
+    for (int ch : footprint) {
+      const double u = (*model)->ChannelUtilization(ch);
+      row.max_utilization = std::max(row.max_utilization, u);
+      sum += u;
+      if (u > 0) {
+        used_sum += u;
+        ++used;
+      }
+    }
+    row.mean_utilization = footprint.empty() ? 0 : sum / static_cast<double>(footprint.size());
+    row.max_to_mean = used > 0 ? row.max_utilization / (used_sum / used) : 0;
+    row.busbw_gbs = (*model)->jobs()[0].busbw_gbs;
+    row.ideal_busbw_gbs = (*model)->jobs()[0].ideal_busbw_gbs;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<StudyRow>> RunStudy(const StudyOptions& options) {
   auto topo = BuildGenerated(options.topology);
   if (!topo.ok()) return topo.status();
@@ -140,71 +215,40 @@ absl::StatusOr<std::vector<StudyRow>> RunStudy(const StudyOptions& options) {
       for (const uint32_t k : options.failures) {
         std::mt19937 fail_rng(options.seed * 104729 + k);
         const std::set<std::string> failed = FailedUplinks(**topo, hosts, k, fail_rng);
-        std::vector<controller::TeDemand> demands;  // from the E-ECMP run, for TE
-        for (const Scheme& s : kSchemes) {
-          v1::Scenario scenario;
-          auto* job = scenario.add_jobs();
-          job->set_id("study");
-          job->set_collective(collective);
-          job->set_qps_per_connection(s.qps);
-          for (const auto& h : hosts) job->add_hosts(h);
-          auto model = FabricModel::Create(*topo, scenario);
-          if (!model.ok()) return model.status();
-          std::vector<controller::TeOverride> overrides;
-          if (s.scheme == v1::ROUTING_SCHEME_TE) {
-            auto te = controller::AllocateTe(**topo, demands, failed);
-            if (!te.ok()) return te.status();
-            overrides = std::move(te->overrides);
-          }
-          auto configs = controller::Compile(**topo, PolicyFor(**topo, s), failed, 1,
-                                             s.scheme == v1::ROUTING_SCHEME_TE ? &overrides : nullptr);
-          if (!configs.ok()) return configs.status();
-          for (const auto& [name, config] : *configs) (*model)->SetAppliedConfig(config);
-          for (double t = 0; t < options.seconds; t += 0.5) (*model)->Step(0.5, nullptr);
-          if (s.scheme == v1::ROUTING_SCHEME_EECMP && s.qps == 4) {
-            // The traffic matrix TE allocates over: what each NIC offers
-            // each peer, by RTSW ingress port and destination rack.
-            std::map<std::pair<std::string, std::string>, double> matrix;
-            for (const auto& [pair, bytes] : (*model)->OfferedTraffic()) {
-              const auto& [src, dst] = pair;
-              const std::string ingress = (*topo)->PeerOf((*topo)->LinkOfPort(src), src);
-              std::string_view host, nic;
-              SplitPortName(dst, &host, &nic);
-              for (const auto& x : (*topo)->FindHost(host)->nics())
-                if (x.name() == nic) matrix[{ingress, RackPrefix(x.ip())}] += bytes;
-            }
-            demands.clear();
-            for (const auto& [key, bytes] : matrix) demands.push_back({key.first, key.second, bytes});
-          }
-          StudyRow row;
-          row.collective = collective == v1::COLLECTIVE_ALL_TO_ALL ? "all_to_all" : "all_reduce";
+        auto rows_of_case = RunCase(*topo, hosts, collective, failed, options.seconds);
+        if (!rows_of_case.ok()) return rows_of_case.status();
+        for (auto& row : *rows_of_case) {
           row.placement = packed ? "packed" : "fragmented";
           row.failures = k;
-          row.scheme = s.name;
-          row.qps = s.qps;
-          row.hosts = static_cast<uint32_t>(hosts.size());
-          double sum = 0, used_sum = 0;
-          int used = 0;
-          const std::vector<int> footprint = FootprintChannels(**model, hosts, failed);
-          for (int ch : footprint) {
-            const double u = (*model)->ChannelUtilization(ch);
-            row.max_utilization = std::max(row.max_utilization, u);
-            sum += u;
-            if (u > 0) {
-              used_sum += u;
-              ++used;
-            }
-          }
-          row.mean_utilization = footprint.empty() ? 0 : sum / static_cast<double>(footprint.size());
-          row.max_to_mean = used > 0 ? row.max_utilization / (used_sum / used) : 0;
-          row.busbw_gbs = (*model)->jobs()[0].busbw_gbs;
-          row.ideal_busbw_gbs = (*model)->jobs()[0].ideal_busbw_gbs;
-          rows.push_back(row);
+          rows.push_back(std::move(row));
         }
       }
     }
   }
   return rows;
+}
+
+absl::StatusOr<WhatIf> RunWhatIf(const std::shared_ptr<const Topology>& topology, const std::vector<std::string>& hosts,
+                                 v1::Collective collective, const std::set<std::string>& drained) {
+  for (const auto& host : hosts)
+    if (topology->FindHost(host) == nullptr)
+      return absl::InvalidArgumentError(StrCat("host ", host, " of the job is not in the topology"));
+  if (hosts.size() < 2) return absl::InvalidArgumentError("a job on one host sends nothing over the fabric");
+  auto rows = RunCase(topology, hosts, collective, drained, 2);
+  if (!rows.ok()) return rows.status();
+  WhatIf out;
+  out.rows = std::move(*rows);
+  for (auto& r : out.rows) r.placement = "registry";
+  // The best bandwidth; among schemes within 2% of it, the simplest (the
+  // study's order: fewer QPs, and E-ECMP before TE).
+  double best = 0;
+  for (const auto& r : out.rows) best = std::max(best, r.busbw_gbs);
+  for (size_t i = 0; i < out.rows.size(); ++i)
+    if (out.rows[i].scheme != "path_pinning" && out.rows[i].busbw_gbs >= best * 0.98) {
+      out.recommended = i;
+      break;
+    }
+  return out;
 }
 
 }  // namespace rocefab::lab

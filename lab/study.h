@@ -14,11 +14,15 @@
 // fabric reconverges) are what `rocefab-lab run` with a link_flap shows.
 
 #include <cstdint>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/topology.h"
 #include "lab/topology_gen.h"
+#include "rocefab/v1/lab.pb.h"
 
 namespace rocefab::lab {
 
@@ -52,6 +56,17 @@ struct StudyRow {
 };
 
 absl::StatusOr<std::vector<StudyRow>> RunStudy(const StudyOptions& options);
+
+// What-if for a real placement (`rocefab-lab study --placement-from-registry
+// --job ID`): every scheme for `hosts` running `collective`, with `drained`
+// links out, and the scheme to recommend: the simplest (fewest QPs, E-ECMP
+// before TE, never path pinning) within 2% of the best bandwidth.
+struct WhatIf {
+  std::vector<StudyRow> rows;
+  size_t recommended = 0;  // index into rows
+};
+absl::StatusOr<WhatIf> RunWhatIf(const std::shared_ptr<const Topology>& topology, const std::vector<std::string>& hosts,
+                                 v1::Collective collective, const std::set<std::string>& drained = {});
 
 // The balls-in-bins check of ECMP's entropy the paper quotes: `flows` flows
 // hashed onto `links` links, the mean over `trials` of max/mean flows per link.

@@ -484,3 +484,49 @@ links:
 }
 
 }  // namespace rocefab
+
+namespace rocefab {
+namespace {
+
+// The routing what-if on a job the real registry holds, over mutual TLS:
+// `rocefab-lab study --placement-from-registry` reads the job's placement
+// and predicts every scheme on it.
+TEST_F(TelemetrySpine, RoutingWhatIfReadsAJobsPlacementFromTheRegistryAndRecommendsAScheme) {
+  std::string out, err;
+  const std::string topology = dir_ / "topology.yaml";
+  ASSERT_EQ(testing::RunCommand({BinDir() + "/rocefab-lab", "topology", "-o", topology}, &out, &err), 0) << err;
+  StartCollector("127.0.0.1:0", {"--topology", topology});
+  ASSERT_EQ(Cli({"job", "start", "--id", "4711", "--hostlist", "z1-r0[1-4]-h1,z1-r0[5-8]-h2", "--gpus-per-host", "8",
+                 "--topology", topology},
+                &out, &err),
+            0)
+      << err;
+  auto study = [&](const std::string& job, std::vector<std::string> extra) {
+    std::vector<std::string> argv = {BinDir() + "/rocefab-lab", "study", "--placement-from-registry", "--job", job,
+                                     "--topology", topology, "--collector", grpc_address_};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    out.clear();
+    err.clear();
+    return testing::RunCommand(argv, &out, &err);
+  };
+  ASSERT_EQ(study("4711", ca_.Flags("alice")), 0) << out << err;
+  EXPECT_NE(out.find("job 4711: 8 hosts, AllReduce; no collective records"), std::string::npos) << out;
+  for (const char* scheme : {"ecmp", "path_pinning", "eecmp", "te"}) EXPECT_NE(out.find(scheme), std::string::npos);
+  EXPECT_NE(out.find("<- recommended"), std::string::npos) << out;
+  EXPECT_NE(out.find("recommended: "), std::string::npos) << out;
+  EXPECT_EQ(out.find("recommended: path_pinning"), std::string::npos) << out;
+  // JSON for scripts: a row per scheme.
+  ASSERT_EQ(study("4711", testing::With(ca_.Flags("alice"), {"-o", "json"})), 0) << err;
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["rows"].size(), 6u);
+  EXPECT_EQ(j["hosts"], 8);
+  // A job the registry does not hold, and a caller without a certificate.
+  EXPECT_EQ(study("999", ca_.Flags("alice")), 1);
+  EXPECT_NE(err.find("job 999 is not running in the registry"), std::string::npos) << err;
+  EXPECT_EQ(study("4711", {}), 2);
+  EXPECT_NE(err.find("certificate"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace rocefab
