@@ -9,7 +9,12 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <nlohmann/json.hpp>
+#include "cli/roce_check.h"
 #include "cli/table.h"
+#include "common/clock.h"
+#include "common/topology.h"
+#include "rocefab/v1/query.grpc.pb.h"
 #include "common/grpc_util.h"
 #include "common/strings.h"
 #include "rocefab/v1/control.grpc.pb.h"
@@ -277,6 +282,75 @@ int RunConfigAbort(const GlobalOptions& g, const ControlOptions& o, std::ostream
   out << "rollout of generation " << response.generation()
       << " stops before its next wave and rolls back what it touched (see rocefab config history)\n";
   return 0;
+}
+
+int RunCheckRoce(const GlobalOptions& g, const ControlOptions& o, const RoceCheckOptions& r, std::ostream& out,
+                 std::ostream& err) {
+  if (r.topology.empty()) {
+    err << "rocefab: check roce needs --topology (or ROCEFAB_TOPOLOGY): which switch port each NIC faces\n";
+    return 2;
+  }
+  auto topology = Topology::Load(r.topology);
+  if (!topology.ok()) {
+    err << "rocefab: " << topology.status().message() << "\n";
+    return 2;
+  }
+  // The hosts' side: the settings gauges, from every collector shard.
+  std::map<std::string, NicRoce> nics;
+  for (const std::string& name : RoceSettingNames()) {
+    v1::GetCountersRequest request;
+    request.set_scope(v1::SCOPE_NIC);
+    request.set_counter(name);
+    request.set_host(r.host);
+    request.set_since_us(SystemClock::Instance().NowUs() - 300'000'000);
+    std::vector<v1::GetCountersResponse> parts(CollectorShards(g).size());
+    if (int code = WithShards(g, err, [&](auto& stub, auto* ctx, size_t i) {
+          return stub.GetCounters(ctx, request, &parts[i]);
+        });
+        code != 0)
+      return code;
+    for (const auto& part : parts)
+      for (const auto& row : part.rows()) {
+        NicRoce& nic = nics[row.entity()];
+        if (row.has_prio()) nic.per_prio[row.counter()][row.prio()] = row.value();
+        else nic.values[row.counter()] = row.value();
+      }
+  }
+  // The switches' side: what each reports applied.
+  auto stub = ConnectOrSay(g, o, err);
+  if (!stub) return 2;
+  grpc::ClientContext context;
+  Deadline(&context, 60);
+  v1::StatusResponse status;
+  if (auto s = stub->Status(&context, {}, &status); !s.ok()) return Failed(o, s, err);
+  std::map<std::string, v1::QosPolicy> qos;
+  for (const auto& sw : status.switches())
+    if (sw.has_applied_qos()) qos[sw.switch_name()] = sw.applied_qos();
+  const RoceCheck check = CheckRoce(**topology, nics, qos);
+  if (g.output == "json") {
+    nlohmann::json j = {{"nics_checked", check.nics_checked}, {"notes", check.notes}, {"unknown", check.unknown}};
+    j["mismatches"] = nlohmann::json::array();
+    for (const auto& m : check.mismatches)
+      j["mismatches"].push_back({{"nic", m.nic}, {"switch_port", m.switch_port}, {"setting", m.setting},
+                                 {"nic_value", m.nic_value}, {"switch_value", m.switch_value}, {"why", m.why}});
+    out << j.dump(2) << "\n";
+    return check.mismatches.empty() ? 0 : 1;
+  }
+  if (!check.mismatches.empty()) {
+    Table table({"NIC", "SWITCH PORT", "SETTING", "NIC", "SWITCH", "WHY IT MATTERS"});
+    for (const auto& m : check.mismatches)
+      table.AddRow({m.nic, m.switch_port, m.setting, m.nic_value, m.switch_value, m.why});
+    table.Print(out);
+  }
+  out << check.nics_checked << " NIC(s) checked against their switch ports: " << check.mismatches.size()
+      << " mismatch(es)\n";
+  if (!check.unknown.empty()) {
+    out << "not reported, so not checked:";
+    for (const auto& [name, count] : check.unknown) out << " " << name << " (" << count << " NICs)";
+    out << "\n";
+  }
+  for (const auto& note : check.notes) out << "note: " << note << "\n";
+  return check.mismatches.empty() ? 0 : 1;
 }
 
 }  // namespace rocefab::cli

@@ -30,4 +30,14 @@ int RunConfigAbort(const GlobalOptions& g, const ControlOptions& o, std::ostream
 int RunDrain(const GlobalOptions& g, const ControlOptions& o, bool undrain, std::ostream& out,
              std::ostream& err);
 
+// rocefab check roce: every NIC's RoCE settings (from the collectors)
+// against the QoS its switch port reports applied (from the controller).
+// Exit 1 when any mismatch is found.
+struct RoceCheckOptions {
+  std::string topology;  // topology YAML: which switch port each NIC faces
+  std::string host;      // only this host's NICs
+};
+int RunCheckRoce(const GlobalOptions& g, const ControlOptions& o, const RoceCheckOptions& r, std::ostream& out,
+                 std::ostream& err);
+
 }  // namespace rocefab::cli

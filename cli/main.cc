@@ -136,6 +136,15 @@ int main(int argc, char** argv) {
       "abort", "stop the running rollout before its next wave; it rolls back what it touched");
   abort_cmd->add_option("--why", control.why, "reason, for the audit log");
   history->add_option("--limit", control.limit, "entries")->capture_default_str();
+  RoceCheckOptions roce_check;
+  auto* check = app.add_subcommand("check", "consistency checks across hosts and switches");
+  check->require_subcommand(1);
+  auto* check_roce = check->add_subcommand(
+      "roce", "each NIC's RoCE settings (PFC, DSCP trust and class, ECN, CNP priority) against the QoS its "
+              "switch port applied; exit 1 on a mismatch");
+  check_roce->add_option("--topology", roce_check.topology, "topology YAML: which switch port each NIC faces")
+      ->envname("ROCEFAB_TOPOLOGY");
+  check_roce->add_option("--host", roce_check.host, "only this host's NICs");
   auto* drain = app.add_subcommand("drain", "take a link or switch out of ECMP (checks capacity)");
   auto* undrain = app.add_subcommand("undrain", "put a drained link or switch back");
   for (auto* cmd : {drain, undrain}) {
@@ -268,6 +277,7 @@ int main(int argc, char** argv) {
   if (alert_list->parsed()) return RunAlertList(global, alert_options, std::cout, std::cerr);
   if (alert_silence->parsed()) return RunAlertSilence(global, alert_options, std::cout, std::cerr);
   if (alert_unsilence->parsed()) return RunAlertUnsilence(global, alert_options, std::cout, std::cerr);
+  if (check_roce->parsed()) return RunCheckRoce(global, control, roce_check, std::cout, std::cerr);
   if (fabric_health->parsed()) return RunFabricHealth(global, health_options, std::cout, std::cerr);
   if (fabric_traffic->parsed()) return RunFabricTraffic(global, traffic_options, std::cout, std::cerr);
   if (plan->parsed()) return RunConfigPlan(global, control, std::cout, std::cerr);

@@ -59,6 +59,16 @@ constexpr CounterDef kCounters[] = {
     {"link_up", SCOPE_NIC, S::kLinkState, "state", "", G, W64, 1, false, false, "gauge; netlink carrier, else ports/N/state"},
     {"carrier_changes", SCOPE_NIC, S::kLinkState, "carrier_changes", "", C, W32, 1, false, false, "netlink IFLA_CARRIER_CHANGES: up and down transitions"},
     {"rate_bytes_per_second", SCOPE_NIC, S::kSysfsRate, "rate", "", G, W64, 1, false, false, "gauge; from ports/N/rate"},
+    // NIC RoCE settings (agents/host/roce_settings.h): gauges for `rocefab check roce`.
+    {"mtu_bytes", SCOPE_NIC, S::kRoceSetting, "class/net/<netdev>/mtu", "", G, W64, 1, false, false, "gauge"},
+    {"roce_tos", SCOPE_NIC, S::kRoceSetting, "rdma_cm configfs default_roce_tos", "", G, W64, 1, false, false, "gauge; DSCP << 2"},
+    {"roce_prio", SCOPE_NIC, S::kRoceSetting, "dcbnl APP table", "", G, W64, 1, false, false, "gauge"},
+    {"dscp_trust", SCOPE_NIC, S::kRoceSetting, "dcbnl APP table", "", G, W64, 1, false, false, "gauge"},
+    {"pfc_enabled", SCOPE_NIC, S::kRoceSetting, "dcbnl ieee_pfc pfc_en", "", G, W64, 1, true, false, "gauge"},
+    {"roce_ecn_rp_enabled", SCOPE_NIC, S::kRoceSetting, "ecn/roce_rp/enable/<prio>", "", G, W64, 1, true, false, "gauge; MLNX_OFED"},
+    {"roce_ecn_np_enabled", SCOPE_NIC, S::kRoceSetting, "ecn/roce_np/enable/<prio>", "", G, W64, 1, true, false, "gauge; MLNX_OFED"},
+    {"cnp_dscp", SCOPE_NIC, S::kRoceSetting, "ecn/roce_np/cnp_dscp or cc_params/np_cnp_dscp", "", G, W64, 1, false, false, "gauge"},
+    {"cnp_prio", SCOPE_NIC, S::kRoceSetting, "ecn/roce_np/cnp_802p_prio or cc_params/np_cnp_prio", "", G, W64, 1, false, false, "gauge"},
     // Switch port.
     {"rx_bytes", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, false, false, ""},
     {"tx_bytes", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, false, false, ""},

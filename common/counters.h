@@ -22,6 +22,7 @@ enum class CounterSource : uint8_t {
   kEthtool,          // ethtool statistic <source>; "{prio}" expands to 0..7
   kLinkState,        // netlink carrier, or ports/N/state
   kSysfsRate,        // ports/N/rate
+  kRoceSetting,      // the NIC's RoCE settings: sysfs, configfs, debugfs, dcbnl (agents/host/roce_settings.h)
   kSwitch,           // switch agent backends
   kCollective,       // collective records
 };

@@ -213,6 +213,13 @@ absl::StatusOr<v1::StatusResponse> Controller::Status() {
     status->set_applied_generation(state->applied_generation());
     status->set_applied_hash(state->applied_hash());
     status->set_drift(state->applied_hash() != config.content_hash());
+    std::set<std::string> not_applied;
+    for (const auto& item : state->items())
+      if (item.state() == v1::ITEM_STATE_FAILED || item.state() == v1::ITEM_STATE_UNSUPPORTED) not_applied.insert(item.key());
+    for (const auto& item : state->applied().items())
+      if (item.has_qos() && !not_applied.count(item.key())) {
+        status->mutable_applied_qos()->MergeFrom(item.qos().qos());
+      }
     for (const auto& item : state->items()) {
       if (item.state() == v1::ITEM_STATE_FAILED) status->set_failed_items(status->failed_items() + 1);
       if (item.state() == v1::ITEM_STATE_UNSUPPORTED)

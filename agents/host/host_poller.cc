@@ -19,6 +19,14 @@ HostSnapshot HostPoller::Poll() {
   RdmaSysfsReader sysfs(*sources_.sysfs);
   snapshot.nics = sysfs.ReadAll(&snapshot.health);
   for (NicReading& nic : snapshot.nics) {
+    // The RoCE settings `rocefab check roce` compares with the switch.
+    RoceSettings roce = ReadRoceFiles(*sources_.sysfs, nic.device, nic.port, nic.netdev, &snapshot.health);
+    if (sources_.dcb != nullptr && !nic.netdev.empty()) {
+      auto dcb = sources_.dcb->Read(nic.netdev);
+      if (dcb.ok()) MergeDcb(*dcb, &roce);
+      else LOG_DEBUG(kLog, dcb.status().message());  // no DCB (a VF, veth): the settings are unknown
+    }
+    AddRoceSettings(roce, &nic);
     if (nic.netdev.empty()) continue;
     if (sources_.ethtool != nullptr) {
       auto stats = sources_.ethtool->Read(nic.netdev);

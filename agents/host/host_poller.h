@@ -12,6 +12,7 @@
 #include "agents/host/ethtool_stats.h"
 #include "agents/host/link_state.h"
 #include "agents/host/rdma_sysfs.h"
+#include "agents/host/roce_settings.h"
 #include "common/batch_builder.h"
 #include "common/clock.h"
 #include "common/fs_root.h"
@@ -32,6 +33,7 @@ class HostPoller final {
     const FsRoot* sysfs = nullptr;       // required
     EthtoolSource* ethtool = nullptr;    // optional
     LinkStateSource* links = nullptr;    // optional
+    DcbSource* dcb = nullptr;            // optional: PFC and the DSCP map over dcbnl
   };
 
   HostPoller(std::string host, Sources sources, const Clock& clock);

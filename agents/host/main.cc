@@ -130,7 +130,9 @@ int main(int argc, char** argv) {
   else ethtool = std::make_unique<hostd::TextEthtoolSource>(config.ethtool_dir());
   std::unique_ptr<hostd::NetlinkLinkSource> links;
   if (config.netlink()) links = std::make_unique<hostd::NetlinkLinkSource>();
-  hostd::HostPoller poller(config.host_name(), {&sysfs, ethtool.get(), links.get()}, clock);
+  std::unique_ptr<hostd::NetlinkDcbSource> dcb;
+  if (config.netlink()) dcb = std::make_unique<hostd::NetlinkDcbSource>();
+  hostd::HostPoller poller(config.host_name(), {&sysfs, ethtool.get(), links.get(), dcb.get()}, clock);
 
   if (once) {
     hostd::HostSnapshot snapshot = poller.Poll();

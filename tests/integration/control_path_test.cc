@@ -463,3 +463,84 @@ TEST_F(ControlPath, EveryRpcOfEveryServiceIsAllowedOrDeniedByTheCallersCertifica
 
 }  // namespace
 }  // namespace rocefab
+
+namespace rocefab {
+namespace {
+
+// rocefab check roce through the real daemons: a host agent reports its
+// NICs' RoCE settings from an mlx5 layout, the switch agents report the
+// QoS the controller rolled out, and the check names each mismatch.
+TEST_F(ControlPath, CheckRoceNamesEachNicWhoseSettingsDisagreeWithItsSwitchPort) {
+  testing::WriteFile(dir_ / "policy-qos.yaml", R"(default_scheme: ecmp
+min_uplink_capacity: 0.5
+qos:
+  dscp_to_tc: [{dscp: 26, tc: 3}, {dscp: 48, tc: 6}]
+  lossless_tcs: [3]
+  pfc_priorities: [3]
+  ecn: [{tc: 3, min_bytes: 150000, max_bytes: 1500000, probability: 0.1}]
+  strict_priority_tc: 6
+)");
+  StartController("policy-qos.yaml");
+  std::string out, err;
+  ASSERT_EQ(Cli({"config", "apply", "--canary", "1", "--gate-seconds", "0", "--why", "qos"}, &out, &err), 0)
+      << out << err;
+  // The host: the fixture's two RDMA ports, with MLNX_OFED's ecn/ tree and
+  // rdma_cm's configfs ToS. mlx5_0 is set up right; mlx5_1 sends RoCE with
+  // DSCP 0 and answers ECN marks with no CNPs.
+  const std::string root = dir_ / "z1-r01-h1";
+  testing::CopyTree(testing::FixturesDir() + "/hosts/z1-r01-h1", root);
+  const std::string sys = root + "/sys";
+  testing::WriteFile(sys + "/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos", "106\n");
+  testing::WriteFile(sys + "/kernel/config/rdma_cm/mlx5_1/ports/1/default_roce_tos", "0\n");
+  for (const char* netdev : {"eth2", "eth3"}) {
+    const std::string net = sys + "/class/net/" + netdev;
+    testing::WriteFile(net + "/mtu", "4200\n");
+    for (int prio = 0; prio < 8; ++prio)
+      testing::WriteFile(net + "/ecn/roce_np/enable/" + std::to_string(prio),
+                         prio == 3 && std::string(netdev) == "eth2" ? "1\n" : "0\n");
+    testing::WriteFile(net + "/ecn/roce_np/cnp_dscp", "48\n");
+  }
+  ca_.Issue({"z1-r01-h1"});
+  auto hostd = testing::StartDaemon(
+      testing::With({BinDir() + "/rocefab-hostd", "--collector", collector_address_, "--interval", "200ms",
+                     "--sysfs-root", sys, "--proc-root", root + "/proc", "--ethtool-dir", root + "/ethtool",
+                     "--host-name", "z1-r01-h1", "--no-netlink"},
+                    ca_.Flags("z1-r01-h1")),
+      dir_ / "hostd.log");
+  ASSERT_FALSE(hostd.status.empty()) << testing::ReadFile(dir_ / "hostd.log");
+  // ada is a viewer of the collectors and of the controller.
+  auto check_roce = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = {BinDir() + "/rocefab", "--controller", controller_address_, "--collector",
+                                     collector_address_ + "," + shard_address_, "check", "roce", "--topology",
+                                     dir_ / "topology.yaml"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    for (const auto& flag : ca_.Flags("ada")) argv.push_back(flag);
+    return testing::RunCommand(argv, &out, &err);
+  };
+  nlohmann::json check;
+  int code = -1;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        code = check_roce({"-o", "json"});
+        check = nlohmann::json::parse(out, nullptr, false);
+        return !check.is_discarded() && check.value("nics_checked", 0) == 2;
+      },
+      std::chrono::seconds(20)))
+      << out << err;
+  EXPECT_EQ(code, 1) << "a mismatch exits 1";
+  std::set<std::pair<std::string, std::string>> found;
+  for (const auto& m : check["mismatches"]) found.insert({m["nic"].get<std::string>(), m["setting"].get<std::string>()});
+  EXPECT_TRUE(found.count({"z1-r01-h1/mlx5_1", "roce_tos"})) << check.dump(2);
+  EXPECT_TRUE(found.count({"z1-r01-h1/mlx5_1", "roce_ecn_np_enabled"}))
+      << "the switch marks its one lossless class, where this NIC sends no CNPs: " << check.dump(2);
+  EXPECT_EQ(found.size(), 2u) << check.dump(2);
+  for (const auto& [nic, setting] : found) EXPECT_NE(nic, "z1-r01-h1/mlx5_0") << setting << ": " << check.dump(2);
+  EXPECT_EQ(check["unknown"].value("pfc_enabled", 0), 2) << "no dcbnl with --no-netlink: unknown, not a mismatch";
+  // The human form names the switch port each NIC faces.
+  check_roce({});
+  EXPECT_NE(out.find("z1-rtsw01/"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 NIC(s) checked against their switch ports: 2 mismatch(es)"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace rocefab
