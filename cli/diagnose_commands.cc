@@ -65,6 +65,7 @@ void PrintDiagnosis(const v1::DiagnoseJobResponse& d, int64_t now_us, int limit,
                 i.kind() == "job_stalled" ? "0 (nothing completes)" : Fixed(i.busbw_ratio(), 2)});
     t.Print(out);
   }
+  for (const auto& hint : d.hints()) out << "hint: " << hint << "\n";
   if (d.findings_size() == 0) {
     out << "\nno anomaly on the job's paths in the window\n";
     return;

@@ -38,7 +38,8 @@ void TrafficRates::Observe(const v1::TelemetryBatch& batch) {
         if (e.timestamp_us() >= latest.first) latest = {e.timestamp_us(), s.value()};
         continue;
       }
-      const bool wanted = e.scope() == v1::SCOPE_NIC ? s.counter() == "tx_bytes" : s.counter() == "rx_bytes";
+      const bool wanted = e.scope() == v1::SCOPE_NIC ? s.counter() == "tx_bytes"
+                                                     : s.counter() == "rx_bytes" || s.counter() == "tx_bytes";
       if (!wanted || s.has_prio() || s.has_queue()) continue;
       Add(series_[{e.entity(), s.counter()}][e.port()], e.timestamp_us(), s.has_delta() ? s.delta() : 0);
     }
@@ -218,6 +219,32 @@ v1::TrafficMatrixResponse BuildTrafficMatrix(const Topology& topology, const std
   if (from_nic + from_port == 0)
     response.add_notes("no NIC or RTSW port reported byte counters in the window");
   return response;
+}
+
+UplinkLoad RackUplinkLoad(const Topology& topology, const std::vector<std::string>& ports, const TrafficRates& rates,
+                          int64_t now_us, int64_t window_us) {
+  UplinkLoad out;
+  double sum = 0;
+  for (const std::string& port : ports) {
+    const int link = topology.LinkOfPort(port);
+    if (link < 0) continue;
+    const v1::TopoSwitch* self = topology.FindSwitch(EntityDevice(port));
+    const v1::TopoSwitch* peer = topology.FindSwitch(EntityDevice(topology.PeerOf(link, port)));
+    if (self == nullptr || peer == nullptr || self->role() != v1::SWITCH_ROLE_RTSW ||
+        peer->role() != v1::SWITCH_ROLE_CTSW)
+      continue;
+    const auto rate = rates.Rate(port, "tx_bytes", now_us, window_us);
+    const double capacity = topology.proto().links(link).speed_gbps() * 1e9 / 8;
+    if (!rate || capacity <= 0) continue;
+    ++out.uplinks;
+    const double u = *rate / capacity;
+    if (u < 0.01) continue;
+    ++out.loaded;
+    sum += u;
+    out.max_utilization = std::max(out.max_utilization, u);
+  }
+  out.mean_loaded_utilization = out.loaded ? sum / static_cast<double>(out.loaded) : 0;
+  return out;
 }
 
 }  // namespace rocefab::collector

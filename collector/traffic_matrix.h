@@ -44,7 +44,7 @@ class TrafficRates final {
   explicit TrafficRates(int64_t keep_us = 300'000'000, int64_t step_us = 5'000'000)
       : keep_us_(keep_us), step_us_(step_us) {}
 
-  // Takes tx_bytes of NICs, rx_bytes and link_up of switch ports.
+  // Takes tx_bytes of NICs, rx_bytes, tx_bytes and link_up of switch ports.
   // Thread-safe.
   void Observe(const v1::TelemetryBatch& batch);
 
@@ -77,6 +77,16 @@ class TrafficRates final {
   // job -> step-long bucket -> collective bytes {other ops, AllToAll}
   std::map<std::string, std::map<int64_t, std::array<double, 2>>> job_bytes_;
 };
+
+// The load of the rack uplinks (RTSW ports facing a CTSW) among `ports`, from
+// their tx_bytes over the window: how many report, the busiest and the mean
+// utilisation over those that carry traffic (above 1%).
+struct UplinkLoad {
+  size_t uplinks = 0, loaded = 0;
+  double max_utilization = 0, mean_loaded_utilization = 0;
+};
+UplinkLoad RackUplinkLoad(const Topology& topology, const std::vector<std::string>& ports, const TrafficRates& rates,
+                          int64_t now_us, int64_t window_us);
 
 // The matrix from the rates over `window_us` ending at `now_us`.
 v1::TrafficMatrixResponse BuildTrafficMatrix(const Topology& topology, const std::vector<v1::Job>& running_jobs,

@@ -192,5 +192,31 @@ TEST(TrafficMatrix, RingJobsSendRailToRailToTheNextHostInRankOrder) {
   EXPECT_EQ(later.job_patterns().at("R"), "spread");
 }
 
+TEST(RackUplinkLoad, BusiestAndMeanOverTheUplinksThatCarryTraffic) {
+  auto topo = Topology::FromYaml(kTopology, "test");
+  ASSERT_TRUE(topo.ok());
+  TrafficRates rates;
+  Send(rates, v1::SCOPE_PORT, "z1-rtsw01/Ethernet8", 0, 40);  // rx only: no tx rate yet
+  for (int i = 0; i <= 40; ++i) {
+    const int64_t t = kT0 + i * 1'000'000;
+    auto tx = [&](const char* port, double bps) {
+      rates.Observe(Sample(v1::SCOPE_PORT, port, "tx_bytes", t,
+                           i == 0 ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(bps))));
+    };
+    tx("z1-rtsw01/Ethernet8", 40e9);  // 80% of 400G
+    tx("z1-rtsw02/Ethernet8", 10e9);  // 20%
+    tx("z1-rtsw03/Ethernet8", 1e8);   // 0.2%: idle
+    tx("z1-rtsw01/Ethernet0", 50e9);  // a host port, not an uplink
+  }
+  const auto load = RackUplinkLoad(**topo,
+                                   {"z1-rtsw01/Ethernet8", "z1-rtsw02/Ethernet8", "z1-rtsw03/Ethernet8",
+                                    "z1-rtsw01/Ethernet0", "z1-ctsw01/Ethernet0"},
+                                   rates, kT0 + 40'000'000, 30'000'000);
+  EXPECT_EQ(load.uplinks, 3u);
+  EXPECT_EQ(load.loaded, 2u);
+  EXPECT_NEAR(load.max_utilization, 0.8, 1e-6);
+  EXPECT_NEAR(load.mean_loaded_utilization, 0.5, 1e-6);
+}
+
 }  // namespace
 }  // namespace rocefab::collector
