@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <utility>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "common/counters.h"
@@ -95,6 +97,26 @@ absl::Status OutputWriter::Init() {
       if (auto s = WriteFileAtomic(dev + "/node_type", "1: CA\n"); !s.ok()) return s;
       if (auto s = WriteFileAtomic(dev + "/hca_type", "MT4129\n"); !s.ok()) return s;
       if (auto s = WriteFileAtomic(dev + "/ports/1/link_layer", "Ethernet\n"); !s.ok()) return s;
+      // The host's RoCE settings as a MLNX_OFED host lays them out
+      // (agents/host/roce_settings.h), set up for the lab's policies: RoCE
+      // on DSCP 26 (ToS 106 with ECT(0)) and priority 3 with CNPs, the CNPs
+      // on DSCP 48 and priority 6. `rocefab check roce` compares them.
+      const std::string net = StrCat(dir, "/sys/class/net/", nic.netdev());
+      std::filesystem::create_directories(net + "/ecn/roce_np/enable", ec);
+      std::filesystem::create_directories(net + "/ecn/roce_rp/enable", ec);
+      std::filesystem::create_directories(StrCat(dir, "/sys/kernel/config/rdma_cm/", nic.name(), "/ports/1"), ec);
+      if (ec) return absl::UnavailableError(StrCat("cannot create ", net, ": ", ec.message()));
+      std::vector<std::pair<std::string, std::string>> files = {
+          {net + "/mtu", "4200\n"},
+          {net + "/ecn/roce_np/cnp_dscp", "48\n"},
+          {net + "/ecn/roce_np/cnp_802p_prio", "6\n"},
+          {StrCat(dir, "/sys/kernel/config/rdma_cm/", nic.name(), "/ports/1/default_roce_tos"), "106\n"}};
+      for (int prio = 0; prio < 8; ++prio) {
+        files.push_back({StrCat(net, "/ecn/roce_np/enable/", prio), prio == 3 ? "1\n" : "0\n"});
+        files.push_back({StrCat(net, "/ecn/roce_rp/enable/", prio), prio == 3 ? "1\n" : "0\n"});
+      }
+      for (const auto& [path, text] : files)
+        if (auto s = WriteFileAtomic(path, text); !s.ok()) return s;
     }
     std::filesystem::create_directories(dir + "/proc/sys/kernel/random", ec);
     // A stable boot id per emulated host.

@@ -190,6 +190,7 @@ class Daemons {
                                               {"ROCEFAB_TLS_CERT", pki() + "/lab-operator.pem"},
                                               {"ROCEFAB_TLS_KEY", pki() + "/lab-operator.key"}};
     if (!controller_address().empty()) env["ROCEFAB_CONTROLLER"] = controller_address();
+    env["ROCEFAB_TOPOLOGY"] = run_dir_ + "/topology.yaml";  // rocefab check roce
     return env;
   }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <iostream>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -133,8 +134,10 @@ class ControlPath : public ::testing::Test {
                      {"link_flaps", flaps},
                      {"rx_fcs_errors", noise},
                      {"queues", {{"0", {{"queue_drops", noise * 1000}}}}}};
-    testing::WriteFile(dir_ / ("switches/" + sw + "/counters.json"),
-                       nlohmann::json{{"switch", sw}, {"ports", ports}}.dump());
+    // Atomically, as the lab writes it: switchd may be reading the file.
+    const std::string path = dir_ / ("switches/" + sw + "/counters.json");
+    testing::WriteFile(path + ".tmp", nlohmann::json{{"switch", sw}, {"ports", ports}}.dump());
+    std::filesystem::rename(path + ".tmp", path);
   }
 
   int Cli(std::vector<std::string> args, std::string* out, std::string* err) {
