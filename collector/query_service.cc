@@ -241,21 +241,10 @@ grpc::Status QueryService::DiagnoseJob(grpc::ServerContext* context, const v1::D
   // A slow job with no cause on unevenly loaded rack uplinks: flows that
   // collide in the hash. Not a finding (the detectors do not judge it); a
   // pointer to the routing what-if.
-  bool has_cause = false;
-  for (const auto& f : response->findings()) has_cause |= f.role() == "cause";
-  if (traffic_rates_ != nullptr && context_ != nullptr && context_->topology() && !has_cause &&
-      response->state() == "degraded") {
+  if (traffic_rates_ != nullptr && context_ != nullptr && context_->topology() && response->state() == "degraded") {
     const std::vector<std::string> ports(in.footprint.ports.begin(), in.footprint.ports.end());
     const UplinkLoad load = RackUplinkLoad(*context_->topology(), ports, *traffic_rates_, clock_.NowUs(), 60'000'000);
-    if (load.loaded >= 4 && load.mean_loaded_utilization > 0 &&
-        load.max_utilization / load.mean_loaded_utilization >= 1.5)
-      response->add_hints(StrCat(
-          "no fault found, and the job's rack uplinks are unevenly loaded: the busiest at ",
-          static_cast<int>(100 * load.max_utilization + 0.5), "%, ",
-          Fixed(load.max_utilization / load.mean_loaded_utilization, 2), "x the mean of the ", load.loaded,
-          " that carry traffic. Its flows likely collide in the ECMP hash; compare schemes for its placement: "
-          "rocefab-lab study --placement-from-registry --job ",
-          in.job.id(), " --topology <topology.yaml> (docs/routing-study.md)"));
+    if (std::string hint = ImbalanceHint(*response, load); !hint.empty()) response->add_hints(std::move(hint));
   }
   return grpc::Status::OK;
 }

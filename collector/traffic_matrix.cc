@@ -247,4 +247,19 @@ UplinkLoad RackUplinkLoad(const Topology& topology, const std::vector<std::strin
   return out;
 }
 
+std::string ImbalanceHint(const v1::DiagnoseJobResponse& diagnosis, const UplinkLoad& load) {
+  if (diagnosis.state() != "degraded") return "";
+  for (const auto& f : diagnosis.findings())
+    if (f.role() == "cause") return "";
+  if (load.loaded < 4 || load.mean_loaded_utilization <= 0 ||
+      load.max_utilization / load.mean_loaded_utilization < 1.5)
+    return "";
+  return StrCat("no fault found, and the job's rack uplinks are unevenly loaded: the busiest at ",
+                static_cast<int>(100 * load.max_utilization + 0.5), "%, ",
+                Fixed(load.max_utilization / load.mean_loaded_utilization, 2), "x the mean of the ", load.loaded,
+                " that carry traffic. Its flows likely collide in the ECMP hash; compare schemes for its placement: "
+                "rocefab-lab study --placement-from-registry --job ",
+                diagnosis.job().id(), " --topology <topology.yaml> (docs/routing-study.md)");
+}
+
 }  // namespace rocefab::collector

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/topology.h"
+#include "rocefab/v1/diagnosis.pb.h"
 #include "rocefab/v1/jobs.pb.h"
 #include "rocefab/v1/query.pb.h"
 #include "rocefab/v1/telemetry.pb.h"
@@ -87,6 +88,12 @@ struct UplinkLoad {
 };
 UplinkLoad RackUplinkLoad(const Topology& topology, const std::vector<std::string>& ports, const TrafficRates& rates,
                           int64_t now_us, int64_t window_us);
+
+// The `job diagnose` hint for a degraded job with no cause whose rack
+// uplinks are uneven (at least 4 carry traffic, the busiest 1.5x their mean
+// or more): its flows likely collide in the hash, and the routing what-if
+// compares schemes on its placement. Empty when that does not hold.
+std::string ImbalanceHint(const v1::DiagnoseJobResponse& diagnosis, const UplinkLoad& load);
 
 // The matrix from the rates over `window_us` ending at `now_us`.
 v1::TrafficMatrixResponse BuildTrafficMatrix(const Topology& topology, const std::vector<v1::Job>& running_jobs,

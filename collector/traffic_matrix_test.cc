@@ -218,5 +218,26 @@ TEST(RackUplinkLoad, BusiestAndMeanOverTheUplinksThatCarryTraffic) {
   EXPECT_NEAR(load.mean_loaded_utilization, 0.5, 1e-6);
 }
 
+TEST(ImbalanceHint, OnlyForADegradedJobWithNoCauseOnUnevenUplinks) {
+  v1::DiagnoseJobResponse d;
+  d.mutable_job()->set_id("4711");
+  d.set_state("degraded");
+  const UplinkLoad uneven{.uplinks = 16, .loaded = 8, .max_utilization = 1.0, .mean_loaded_utilization = 0.55};
+  const std::string hint = ImbalanceHint(d, uneven);
+  EXPECT_NE(hint.find("busiest at 100%, 1.82x the mean of the 8"), std::string::npos) << hint;
+  EXPECT_NE(hint.find("--placement-from-registry --job 4711"), std::string::npos) << hint;
+  // Even enough, too few links, healthy, or a cause found: no hint.
+  EXPECT_EQ(ImbalanceHint(d, {.uplinks = 16, .loaded = 8, .max_utilization = 0.8, .mean_loaded_utilization = 0.6}), "");
+  EXPECT_EQ(ImbalanceHint(d, {.uplinks = 3, .loaded = 3, .max_utilization = 1.0, .mean_loaded_utilization = 0.4}), "");
+  v1::DiagnoseJobResponse healthy = d;
+  healthy.set_state("healthy");
+  EXPECT_EQ(ImbalanceHint(healthy, uneven), "");
+  v1::DiagnoseJobResponse caused = d;
+  caused.add_findings()->set_role("cause");
+  EXPECT_EQ(ImbalanceHint(caused, uneven), "");
+  caused.mutable_findings(0)->set_role("symptom");
+  EXPECT_NE(ImbalanceHint(caused, uneven), "") << "a symptom alone is no cause";
+}
+
 }  // namespace
 }  // namespace rocefab::collector
