@@ -15,6 +15,7 @@
 #include "controller/compiler.h"
 #include "controller/te.h"
 #include "lab/fabric_model.h"
+#include "lab/study.h"
 #include "lab/topology_gen.h"
 
 namespace rocefab {
@@ -25,23 +26,8 @@ std::shared_ptr<const Topology> Zone() {
   return *Topology::Build(*lab::GenerateTopology(params));
 }
 
-// The traffic matrix as the collector serves it: bytes/s per (RTSW ingress
-// port, destination rack), from what each NIC offers to each peer.
-std::vector<controller::TeDemand> Demands(const lab::FabricModel& model) {
-  const Topology& topo = model.topology();
-  std::map<std::pair<std::string, std::string>, double> matrix;
-  for (const auto& [pair, bytes] : model.OfferedTraffic()) {
-    const auto& [src, dst] = pair;
-    const std::string ingress = topo.PeerOf(topo.LinkOfPort(src), src);
-    std::string_view host, nic;
-    SplitPortName(dst, &host, &nic);
-    for (const auto& n : topo.FindHost(host)->nics())
-      if (n.name() == nic) matrix[{ingress, RackPrefix(n.ip())}] += bytes;
-  }
-  std::vector<controller::TeDemand> out;
-  for (const auto& [key, bytes] : matrix) out.push_back({key.first, key.second, bytes});
-  return out;
-}
+// The exact traffic matrix (lab/study.h).
+std::vector<controller::TeDemand> Demands(const lab::FabricModel& model) { return lab::OfferedDemands(model); }
 
 struct Outcome {
   double busbw = 0;

@@ -116,6 +116,22 @@ std::vector<int> FootprintChannels(const FabricModel& model, const std::vector<s
 
 }  // namespace
 
+std::vector<controller::TeDemand> OfferedDemands(const FabricModel& model) {
+  const Topology& topo = model.topology();
+  std::map<std::pair<std::string, std::string>, double> matrix;
+  for (const auto& [pair, bytes] : model.OfferedTraffic()) {
+    const auto& [src, dst] = pair;
+    const std::string ingress = topo.PeerOf(topo.LinkOfPort(src), src);
+    std::string_view host, nic;
+    SplitPortName(dst, &host, &nic);
+    for (const auto& x : topo.FindHost(host)->nics())
+      if (x.name() == nic) matrix[{ingress, RackPrefix(x.ip())}] += bytes;
+  }
+  std::vector<controller::TeDemand> out;
+  for (const auto& [key, bytes] : matrix) out.push_back({key.first, key.second, bytes});
+  return out;
+}
+
 double EcmpMaxToMean(uint32_t flows, uint32_t links, uint32_t trials, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<uint32_t> pick(0, links - 1);
@@ -157,19 +173,7 @@ absl::StatusOr<std::vector<StudyRow>> RunCase(const std::shared_ptr<const Topolo
     for (const auto& [name, config] : *configs) (*model)->SetAppliedConfig(config);
     for (double t = 0; t < seconds; t += 0.5) (*model)->Step(0.5, nullptr);
     if (s.scheme == v1::ROUTING_SCHEME_EECMP && s.qps == 4) {
-      // The traffic matrix TE allocates over: what each NIC offers each
-      // peer, by RTSW ingress port and destination rack.
-      std::map<std::pair<std::string, std::string>, double> matrix;
-      for (const auto& [pair, bytes] : (*model)->OfferedTraffic()) {
-        const auto& [src, dst] = pair;
-        const std::string ingress = topo->PeerOf(topo->LinkOfPort(src), src);
-        std::string_view host, nic;
-        SplitPortName(dst, &host, &nic);
-        for (const auto& x : topo->FindHost(host)->nics())
-          if (x.name() == nic) matrix[{ingress, RackPrefix(x.ip())}] += bytes;
-      }
-      demands.clear();
-      for (const auto& [key, bytes] : matrix) demands.push_back({key.first, key.second, bytes});
+      demands = OfferedDemands(**model);
     }
     StudyRow row;
     row.collective = collective == v1::COLLECTIVE_ALL_TO_ALL    ? "all_to_all"

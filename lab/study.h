@@ -21,6 +21,8 @@
 
 #include "absl/status/statusor.h"
 #include "common/topology.h"
+#include "controller/te.h"
+#include "lab/fabric_model.h"
 #include "lab/topology_gen.h"
 #include "rocefab/v1/lab.pb.h"
 
@@ -67,6 +69,11 @@ struct WhatIf {
 };
 absl::StatusOr<WhatIf> RunWhatIf(const std::shared_ptr<const Topology>& topology, const std::vector<std::string>& hosts,
                                  v1::Collective collective, const std::set<std::string>& drained = {});
+
+// The traffic matrix TE allocates over, exactly: what each NIC of `model`
+// offers each peer, by RTSW ingress port and destination rack (the lab's
+// oracle; the collector's measured matrix is collector/traffic_matrix.h).
+std::vector<controller::TeDemand> OfferedDemands(const FabricModel& model);
 
 // The balls-in-bins check of ECMP's entropy the paper quotes: `flows` flows
 // hashed onto `links` links, the mean over `trials` of max/mean flows per link.

@@ -18,15 +18,25 @@ HostSnapshot HostPoller::Poll() {
   snapshot.timestamp_us = clock_.NowUs();
   RdmaSysfsReader sysfs(*sources_.sysfs);
   snapshot.nics = sysfs.ReadAll(&snapshot.health);
+  const bool read_roce = roce_read_us_ == 0 || snapshot.timestamp_us - roce_read_us_ >= 30'000'000 ||
+                         snapshot.timestamp_us < roce_read_us_;
+  if (read_roce) {
+    roce_.clear();
+    roce_read_us_ = snapshot.timestamp_us;
+  }
   for (NicReading& nic : snapshot.nics) {
     // The RoCE settings `rocefab check roce` compares with the switch.
-    RoceSettings roce = ReadRoceFiles(*sources_.sysfs, nic.device, nic.port, nic.netdev, &snapshot.health);
-    if (sources_.dcb != nullptr && !nic.netdev.empty()) {
-      auto dcb = sources_.dcb->Read(nic.netdev);
-      if (dcb.ok()) MergeDcb(*dcb, &roce);
-      else LOG_DEBUG(kLog, dcb.status().message());  // no DCB (a VF, veth): the settings are unknown
+    const std::string key = StrCat(nic.device, "/", nic.port);
+    if (read_roce || !roce_.count(key)) {
+      RoceSettings roce = ReadRoceFiles(*sources_.sysfs, nic.device, nic.port, nic.netdev, &snapshot.health);
+      if (sources_.dcb != nullptr && !nic.netdev.empty()) {
+        auto dcb = sources_.dcb->Read(nic.netdev);
+        if (dcb.ok()) MergeDcb(*dcb, &roce);
+        else LOG_DEBUG(kLog, dcb.status().message());  // no DCB (a VF, veth): the settings are unknown
+      }
+      roce_[key] = std::move(roce);
     }
-    AddRoceSettings(roce, &nic);
+    AddRoceSettings(roce_[key], &nic);
     if (nic.netdev.empty()) continue;
     if (sources_.ethtool != nullptr) {
       auto stats = sources_.ethtool->Read(nic.netdev);

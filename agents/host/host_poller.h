@@ -3,6 +3,7 @@
 // counters, ethtool statistics and netlink link state, for every RDMA port.
 // Owns nothing but references to its sources; one thread at a time.
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,11 @@ class HostPoller final {
   std::string host_;
   Sources sources_;
   const Clock& clock_;
+  // The NICs' RoCE settings change on reconfiguration, not per poll: they
+  // are read at most every 30 s ("device/port" -> last read), and each poll
+  // reports the latest.
+  std::map<std::string, RoceSettings> roce_;
+  int64_t roce_read_us_ = 0;
 };
 
 // The `--once -o json` shape:
