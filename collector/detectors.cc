@@ -89,7 +89,9 @@ absl::StatusOr<DetectorSettings> ResolveDetectorSettings(const v1::DetectorConfi
   ratio("storm_ratio", c.storm_ratio(), &s.storm_ratio, true);
   ratio("buffer_high_ratio", c.buffer_high_ratio(), &s.buffer_high_ratio, true);
   ratio("busbw_drop", c.busbw_drop(), &s.busbw_drop, false);
-  ratio("straggler_gap", c.straggler_gap(), &s.straggler_gap, false);
+  ratio("straggler_p", c.straggler_p(), &s.straggler_p, false);
+  if (c.regression_llr() < 0) StrAppend(&errors, "detectors.regression_llr must be positive\n");
+  else if (c.regression_llr() > 0) s.regression_llr = c.regression_llr();
   ratio("degraded_speed_ratio", c.degraded_speed_ratio(), &s.degraded_speed_ratio, false);
   if (s.storm_ratio < s.pause_ratio)
     StrAppend(&errors, "detectors.storm_ratio must not be below pause_ratio\n");
@@ -242,6 +244,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   struct Deep {
     const EntityState* e;
     double depth = 0, marks = 0, packets = 0;
+    bool marks_known = false;  // the agent reports the queue's mark counter
   };
   std::unordered_map<std::string, std::vector<Deep>> device_deep;
   std::unordered_map<std::string, double> port_rx;  // entity -> rx pause ratio
@@ -351,7 +354,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         const double marks = Delta(e, "queue_ecn_marked_packets" + at);
         const double drops = Delta(e, "queue_drops" + at);
         if (depth != nullptr && depth->value >= static_cast<double>(s_.deep_queue_bytes) && packets > 0)
-          device_deep[EntityDevice(e.entity)].push_back({&e, depth->value, marks, packets});
+          device_deep[EntityDevice(e.entity)].push_back(
+              {&e, depth->value, marks, packets, Find(e, "queue_ecn_marked_packets" + at) != nullptr});
         if (drops >= static_cast<double>(s_.lossless_drop_min)) {
           Hit h{"lossless_drops", e.entity, v1::SEVERITY_CRITICAL, std::min(1.0, drops / std::max(1.0, packets) * 1e3),
                 e.ts_us - static_cast<int64_t>(interval_us)};
@@ -377,16 +381,15 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     }
   }
 
-  // ECN: a queue far beyond any marking threshold that marks nothing, and is
-  // not simply held by pauses from downstream, has ECN off.
+  // ECN: a queue far beyond any marking threshold that sends and marks
+  // nothing has ECN off. Why it is deep (congestion, or pauses from
+  // downstream) does not matter: marking is decided on the queue's length.
   std::vector<Hit> origins;
   std::unordered_map<std::string, std::string> congestion_origin;  // device -> origin key
   for (auto& [device, deeps] : device_deep) {
     std::vector<const Deep*> unmarked;
-    for (const Deep& d : deeps) {
-      const bool paused = port_rx.count(d.e->entity) && port_rx[d.e->entity] >= s_.pause_ratio / 5;
-      if (!paused && d.marks == 0) unmarked.push_back(&d);
-    }
+    for (const Deep& d : deeps)
+      if (d.marks_known && d.marks == 0) unmarked.push_back(&d);
     if (unmarked.empty()) continue;
     // Several ports of one switch: the switch's profile, not one port.
     const std::string entity = unmarked.size() >= 2 ? device : unmarked[0]->e->entity;
@@ -422,10 +425,14 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         for (const std::string& other : it->second)
           if (other != p.e->entity) explained = true;
       const Deep* worst = nullptr;
-      if (!explained && device_deep.count(device))
+      if (!explained && device_deep.count(device)) {
         for (const Deep& d : device_deep[device])
           if (port_rx[d.e->entity] < s_.pause_ratio / 5 && (worst == nullptr || d.depth > worst->depth))
             worst = &d;
+        // A switch with a deep egress queue pauses because that queue cannot
+        // drain, whatever holds it: it is never a storm's origin.
+        if (worst == nullptr && !device_deep[device].empty()) explained = true;
+      }
       if (worst != nullptr) {
         explained = true;
         if (!congestion_origin.count(device)) {
@@ -579,112 +586,172 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
     for (const auto& [bucket, seqs] : by_bucket)
       for (const auto& [n, seq] : seqs)
         job.max_ranks = std::max(job.max_ranks, static_cast<uint32_t>(seq.ranks.size()));
-    constexpr size_t kRecentSeqs = 10;
     for (const auto& [bucket, seqs] : by_bucket) {
-      std::vector<const Seq*> recent;
-      for (auto it = seqs.rbegin(); it != seqs.rend() && recent.size() < kRecentSeqs; ++it)
-        if (it->second.ranks.size() * 2 >= job.max_ranks) recent.push_back(&it->second);
-      if (recent.size() < 2) continue;
+      BucketState& st = job.buckets[bucket];
+      // Collectives are judged once, in order: each as soon as every rank
+      // has reported it, or once a newer one is complete (what is missing
+      // will not come).
+      uint64_t newest_complete = 0;
+      for (const auto& [n, seq] : seqs)
+        if (seq.ranks.size() >= job.max_ranks) newest_complete = n;
+      std::vector<std::pair<uint64_t, const Seq*>> fresh;
+      for (auto it = seqs.upper_bound(st.last_seq); it != seqs.end() && it->first <= newest_complete; ++it)
+        fresh.push_back({it->first, &it->second});
+      if (newest_complete > st.last_seq) st.last_seq = newest_complete;
 
-      // Bus bandwidth against the job's own healthy level, per op and size:
-      // the newest few collectives, every rank's view.
-      constexpr size_t kBusbwSeqs = 4;
-      double sum = 0;
-      size_t n = 0;
-      for (size_t i = 0; i < recent.size() && i < kBusbwSeqs; ++i)
-        for (const CollRecord* r : recent[i]->ranks) sum += r->busbw, ++n;
-      const int64_t judged_from = recent[std::min(recent.size(), kBusbwSeqs) - 1]->ts_us;
-      const double mean = sum / static_cast<double>(n);
-      std::deque<double>& healthy = job.healthy[bucket];
-      const double baseline = healthy.size() >= s_.baseline_intervals
-                                  ? Median(std::vector<double>(healthy.begin(), healthy.end()))
-                                  : 0;
       JobSummary& summary = job.summary[bucket];
       summary.job = id;
       summary.op = bucket.substr(0, bucket.find('/'));
       summary.size = bucket.substr(bucket.find('/') + 1);
-      summary.recent_busbw_gbs = mean;
-      summary.baseline_busbw_gbs = baseline;
-      summary.regressed = baseline > 0 && mean < (1 - s_.busbw_drop) * baseline;
+      for (const auto& [n, seq] : fresh) {
+        if (seq->ranks.size() * 2 < job.max_ranks) continue;
+        double sum = 0;
+        for (const CollRecord* r : seq->ranks) sum += r->busbw;
+        JudgeBusbw(st, sum / static_cast<double>(seq->ranks.size()), seq->ts_us);
+        if (seq->ranks.size() >= job.max_ranks) JudgeFastest(st, seq->ranks);
+      }
+      // The newest few collectives' busbw, every rank's view, for the summary.
+      {
+        constexpr size_t kBusbwSeqs = 4;
+        double sum = 0;
+        size_t n = 0, used = 0;
+        for (auto it = seqs.rbegin(); it != seqs.rend() && used < kBusbwSeqs; ++it) {
+          if (it->second.ranks.size() * 2 < job.max_ranks) continue;
+          ++used;
+          for (const CollRecord* r : it->second.ranks) sum += r->busbw, ++n;
+        }
+        if (n > 0) summary.recent_busbw_gbs = sum / static_cast<double>(n);
+      }
+      summary.baseline_busbw_gbs = st.baseline;
+      summary.regressed = st.cusum >= s_.regression_llr;
       if (summary.regressed) {
-        Hit h{"busbw_regression", id, v1::SEVERITY_WARNING, 1 - mean / baseline, judged_from};
+        const double mean = st.since_n > 0 ? st.since_sum / st.since_n : summary.recent_busbw_gbs;
+        const double baseline = st.baseline;
+        Hit h{"busbw_regression", id, v1::SEVERITY_WARNING, std::max(0.0, 1 - mean / baseline), st.onset_us};
         h.job = id;
         v1::Evidence ev;
         ev.set_entity(id);
         ev.set_counter("busbw_gbs");
         ev.set_total(baseline);
         ev.set_peak_rate(mean);
-        ev.set_note(StrCat(bucket, ": baseline ", Num(baseline), " GB/s"));
+        char note[200];
+        std::snprintf(note, sizeof note,
+                      "%s: baseline %s GB/s (median of %zu healthy collectives, spread %.1f%%); CUSUM "
+                      "log-likelihood ratio %.0f over %.0f collectives since the change (finding at %.0f)",
+                      bucket.c_str(), Num(baseline).c_str(), st.healthy.size(), 100 * st.sigma / baseline,
+                      st.cusum, st.since_n, s_.regression_llr);
+        ev.set_note(note);
         h.evidence.push_back(ev);
-        char buf[160];
+        char buf[200];
         std::snprintf(buf, sizeof buf, "job %s %s busbw %.1f GB/s, %.0f%% below its baseline %.1f GB/s",
                       id.c_str(), bucket.c_str(), mean, 100 * (1 - mean / baseline), baseline);
         h.summary = buf;
         hits->push_back(std::move(h));
-      } else {
-        healthy.push_back(mean);
-        while (healthy.size() > 600) healthy.pop_front();
       }
 
-      // Stragglers: the others wait for the late rank inside their kernels,
-      // so its own kernel time is the shortest of each collective. A rank
-      // that is that much faster than the median in each of the newest
-      // collectives (a streak of at least kStreak) is the one they wait for.
-      constexpr int kStreak = 2;
-      if (job.max_ranks < 3) continue;
-      std::map<uint32_t, int> streak;         // rank -> newest consecutive fast collectives
-      std::map<uint32_t, bool> broken;
-      std::map<uint32_t, const CollRecord*> sample;
-      std::map<uint32_t, int64_t> since;
-      std::vector<double> medians;
-      for (const Seq* seq : recent) {
-        std::vector<double> execs;
-        for (const CollRecord* r : seq->ranks) execs.push_back(r->exec_us);
-        const double median = Median(execs);
-        medians.push_back(median);
-        for (const CollRecord* r : seq->ranks) {
-          if (broken[r->rank]) continue;
-          if (r->exec_us <= (1 - s_.straggler_gap) * median) {
-            ++streak[r->rank];
-            if (!sample.count(r->rank)) sample[r->rank] = r;
-            since[r->rank] = seq->ts_us;
-          } else {
-            broken[r->rank] = true;
-          }
-        }
-      }
-      std::vector<uint32_t> late;
-      for (const auto& [rank, n_fast] : streak)
-        if (n_fast >= kStreak) late.push_back(rank);
-      // More than a quarter of the ranks "fast" is a job split in two
-      // groups, not stragglers.
-      if (late.empty() || late.size() * 4 > job.max_ranks) continue;
-      const double median = Median(medians);
-      for (uint32_t rank : late) {
-        const CollRecord* r = sample[rank];
-        std::string entity = StrCat(r->host, "/rank", rank);
-        if (reg != nullptr)
-          for (const auto& placement : reg->ranks())
-            if (placement.rank() == rank) entity = StrCat(placement.host(), "/gpu", placement.gpu());
-        Hit h{"straggler", entity, v1::SEVERITY_WARNING, 1 - r->exec_us / median, since[rank]};
-        h.job = id;
-        v1::Evidence ev;
-        ev.set_entity(entity);
-        ev.set_counter("coll_exec_time_us");
-        ev.set_peak_rate(r->exec_us);
-        ev.set_total(median);
-        ev.set_note(StrCat("rank ", rank, "; shortest kernel in the last ", streak[rank],
-                           " collectives; median kernel time ", Num(median), " us"));
-        h.evidence.push_back(ev);
-        char buf[220];
-        std::snprintf(buf, sizeof buf,
-                      "rank %u (%s) of job %s is late: the other ranks wait for it inside their kernels "
-                      "(its kernel time %.0f us vs median %.0f us)",
-                      rank, entity.c_str(), id.c_str(), r->exec_us, median);
-        h.summary = buf;
-        hits->push_back(std::move(h));
-      }
+      // A straggler: the same rank has had the shortest kernel, clearly apart
+      // from the rest, in more consecutive collectives than chance allows.
+      if (job.max_ranks < 3 || st.streak < StreakNeeded(job.max_ranks)) continue;
+      std::string entity = StrCat(st.fast_host, "/rank", st.fast_rank);
+      if (reg != nullptr)
+        for (const auto& placement : reg->ranks())
+          if (placement.rank() == st.fast_rank) entity = StrCat(placement.host(), "/gpu", placement.gpu());
+      const double chance = std::pow(static_cast<double>(job.max_ranks), 1.0 - st.streak);
+      Hit h{"straggler", entity, v1::SEVERITY_WARNING, std::max(0.0, 1 - st.fast_exec / st.fast_median),
+            st.streak_since_us};
+      h.job = id;
+      v1::Evidence ev;
+      ev.set_entity(entity);
+      ev.set_counter("coll_exec_time_us");
+      ev.set_peak_rate(st.fast_exec);
+      ev.set_total(st.fast_median);
+      char note[220];
+      std::snprintf(note, sizeof note,
+                    "rank %u; shortest kernel, apart from the other %u, in the last %d collectives in a row "
+                    "(chance on a healthy job %.1e); median kernel time %s us",
+                    st.fast_rank, job.max_ranks - 1, st.streak, chance, Num(st.fast_median).c_str());
+      ev.set_note(note);
+      h.evidence.push_back(ev);
+      char buf[220];
+      std::snprintf(buf, sizeof buf,
+                    "rank %u (%s) of job %s is late: the other ranks wait for it inside their kernels "
+                    "(its kernel time %.0f us vs median %.0f us)",
+                    st.fast_rank, entity.c_str(), id.c_str(), st.fast_exec, st.fast_median);
+      h.summary = buf;
+      hits->push_back(std::move(h));
     }
+  }
+}
+
+int Detectors::StreakNeeded(uint32_t ranks) const {
+  return 1 + static_cast<int>(std::ceil(std::log(1 / s_.straggler_p) / std::log(static_cast<double>(ranks))));
+}
+
+void Detectors::JudgeFastest(BucketState& st, const std::vector<const CollRecord*>& ranks) {
+  const CollRecord* fastest = nullptr;
+  std::vector<double> others;
+  for (const CollRecord* r : ranks)
+    if (fastest == nullptr || r->exec_us < fastest->exec_us) fastest = r;
+  for (const CollRecord* r : ranks)
+    if (r != fastest) others.push_back(r->exec_us);
+  const double median = Median(others);
+  std::vector<double> deviations;
+  for (double v : others) deviations.push_back(std::fabs(v - median));
+  const double spread = 1.4826 * Median(deviations);
+  // Apart from the rest: below every other rank, and by more than two
+  // robust standard deviations of theirs, so that a rank a hair faster by
+  // its place in the ring is not the one everyone waits for.
+  const bool apart = fastest != nullptr && !others.empty() &&
+                     fastest->exec_us < *std::min_element(others.begin(), others.end()) &&
+                     median - fastest->exec_us > 2 * spread;
+  if (!apart) {
+    st.streak = 0;
+    return;
+  }
+  if (st.streak > 0 && fastest->rank == st.fast_rank) {
+    ++st.streak;
+  } else {
+    st.streak = 1;
+    st.fast_rank = fastest->rank;
+    st.fast_host = fastest->host;
+    st.streak_since_us = fastest->ts_us;
+  }
+  st.fast_exec = fastest->exec_us;
+  st.fast_median = median;
+}
+
+void Detectors::JudgeBusbw(BucketState& st, double busbw, int64_t ts_us) const {
+  auto keep = [&] {
+    st.healthy.push_back(busbw);
+    ++st.healthy_at_fit;
+    while (st.healthy.size() > 600) st.healthy.pop_front();
+  };
+  if (st.healthy.size() < s_.baseline_intervals) return keep();
+  if (st.baseline == 0 || st.healthy_at_fit >= 8) {
+    std::vector<double> v(st.healthy.begin(), st.healthy.end());
+    st.baseline = Median(v);
+    for (double& x : v) x = std::fabs(x - st.baseline);
+    // Noise no finer than a quarter of the smallest drop that matters: a
+    // noiseless history must not make every wobble a change.
+    st.sigma = std::max(1.4826 * Median(v), s_.busbw_drop * st.baseline / 4);
+    st.healthy_at_fit = 0;
+  }
+  if (st.baseline <= 0) return keep();
+  // Gaussian log-likelihood ratio of one sample: a level lower by delta
+  // against the baseline.
+  const double delta = s_.busbw_drop * st.baseline;
+  const double step = delta / (st.sigma * st.sigma) * (st.baseline - delta / 2 - busbw);
+  const double before = st.cusum;
+  st.cusum = std::clamp(st.cusum + step, 0.0, 2 * s_.regression_llr);
+  if (before == 0 && st.cusum > 0) {
+    st.onset_us = ts_us;
+    st.since_sum = st.since_n = 0;
+  }
+  if (st.cusum > 0) {
+    st.since_sum += busbw;
+    ++st.since_n;
+  } else {
+    keep();
   }
 }
 

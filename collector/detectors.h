@@ -38,9 +38,10 @@ struct DetectorSettings {
   double buffer_high_ratio = 0.8;
   uint64_t buffer_pool_bytes = 0;
   uint64_t deep_queue_bytes = 1'000'000;
-  double busbw_drop = 0.2;
-  uint32_t baseline_intervals = 5;
-  double straggler_gap = 0.3;
+  double busbw_drop = 0.1;
+  uint32_t baseline_intervals = 20;  // healthy collectives before a baseline counts
+  double regression_llr = 20;
+  double straggler_p = 1e-8;
   int64_t stall_after_us = 5'000'000;
   double degraded_speed_ratio = 0.75;
   int64_t clear_after_us = 3'000'000;
@@ -135,14 +136,31 @@ class Detectors final {
     double busbw;
     double exec_us;
   };
+  // One op and size bucket of a job: its collectives judged in order.
+  struct BucketState {
+    uint64_t last_seq = 0;  // judged up to here
+    // busbw: the healthy level and a one-sided CUSUM for a drop.
+    std::deque<double> healthy;  // per-collective mean busbw while nothing was amiss
+    size_t healthy_at_fit = 0;   // healthy samples added since baseline/sigma were computed
+    double baseline = 0, sigma = 0;
+    double cusum = 0;            // log-likelihood ratio of "dropped by busbw_drop" vs "as before"
+    int64_t onset_us = 0;        // when the CUSUM last left 0: the change point
+    double since_sum = 0, since_n = 0;  // busbw since then
+    // Stragglers: the rank with the shortest kernel, and its streak.
+    uint32_t fast_rank = 0;
+    std::string fast_host;
+    int streak = 0;
+    int64_t streak_since_us = 0;
+    double fast_exec = 0, fast_median = 0;
+  };
   struct JobState {
     std::deque<CollRecord> records;
     int64_t newest_us = 0;
     int64_t first_us = 0;
     int64_t judged_until_us = 0;
     uint32_t max_ranks = 0;  // most ranks seen reporting one collective
-    std::map<std::string, std::deque<double>> healthy;  // op/size bucket -> window means
-    std::map<std::string, JobSummary> summary;          // op/size bucket -> last judgement
+    std::map<std::string, BucketState> buckets;   // op/size bucket -> its judgement so far
+    std::map<std::string, JobSummary> summary;    // op/size bucket -> last judgement
     bool stalled = false;
   };
   struct Hit {
@@ -169,6 +187,11 @@ class Detectors final {
   void DetectJobs(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits);
   void DetectDrift(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits);
   void Track(int64_t now_us, std::vector<Hit> hits);
+  void JudgeBusbw(BucketState& st, double busbw, int64_t ts_us) const;
+  static void JudgeFastest(BucketState& st, const std::vector<const CollRecord*>& ranks);
+  // Consecutive collectives one rank of `ranks` must be fastest in before
+  // chance (ranks^(1 - streak)) falls below straggler_p.
+  int StreakNeeded(uint32_t ranks) const;
 
   // Helpers over one entity's latest interval.
   bool Fresh(const EntityState& e, int64_t now_us) const;

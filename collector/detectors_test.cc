@@ -8,6 +8,8 @@
 
 #include <map>
 #include <optional>
+#include <random>
+#include <cmath>
 
 #include "common/counter_delta.h"
 #include "common/counters.h"
@@ -328,36 +330,126 @@ v1::TelemetryBatch Collectives(int64_t ts, uint64_t seq, int n, double exec_us, 
   return batch;
 }
 
-TEST_F(DetectorsTest, BusbwRegressionAgainstTheJobsOwnBaselineAndStragglers) {
-  v1::Job job;
-  job.set_id("4711");
-  for (int r = 0; r < 8; ++r) {
-    auto* p = job.add_ranks();
-    p->set_rank(static_cast<uint32_t>(r));
-    p->set_host(r < 4 ? "z1-r01-h1" : "z1-r02-h1");
-    p->set_gpu(static_cast<uint32_t>(r % 4));
+// A job of `n` ranks whose kernel times jitter (normal, `jitter` relative
+// standard deviation per rank and collective), as NCCL's do.
+class JobSeries {
+ public:
+  JobSeries(Detectors* d, int n, uint64_t seed) : d_(d), n_(n), rng_(seed) {
+    v1::Job job;
+    job.set_id("4711");
+    for (int r = 0; r < n; ++r) {
+      auto* p = job.add_ranks();
+      p->set_rank(static_cast<uint32_t>(r));
+      p->set_host(r < n / 2 ? "z1-r01-h1" : "z1-r02-h1");
+      p->set_gpu(static_cast<uint32_t>(r % (n / 2)));
+    }
+    context_.running_jobs = {job};
   }
-  context_.running_jobs = {job};
-  uint64_t seq = 0;
-  auto step = [&](int tenth, double exec, double busbw, int late = -1, double late_exec = 0) {
-    const int64_t ts = kT0 + tenth * 100'000;
-    detectors_.Observe(Collectives(ts, ++seq, 8, exec, busbw, late, late_exec));
-    for (const auto& a : detectors_.Evaluate(ts + 50'000, context_)) all_[a.id()] = a;
-  };
-  // Healthy, with a few percent of jitter: no regression, no straggler.
-  for (int i = 0; i < 40; ++i) step(i, 4000 + 100 * (i % 3), 144 - 3 * (i % 3));
-  EXPECT_TRUE(all_.empty());
-  // The fabric slows every rank by 40%.
-  for (int i = 40; i < 45; ++i) step(i, 6600, 88);
-  const v1::Anomaly* reg = Active("busbw_regression", "4711");
-  ASSERT_NE(reg, nullptr);
-  EXPECT_NEAR(reg->magnitude(), 1 - 88.0 / 141.0, 0.03);
-  EXPECT_EQ(Count("straggler"), 0) << "everyone slow is not a straggler";
-  // Rank 6 arrives late: the others wait for it, its own kernel is short.
-  for (int i = 45; i < 50; ++i) step(i, 14000, 40, 6, 4000);
-  const v1::Anomaly* late = Active("straggler", "z1-r02-h1/gpu2");
-  ASSERT_NE(late, nullptr) << "named by host and GPU from the registry";
-  EXPECT_EQ(late->job(), "4711");
+  // One collective: every rank's kernel `exec_us`, busbw `busbw`; `late`
+  // arrives late by `late_us`, so everyone else's kernel waits that long.
+  std::vector<v1::Anomaly> Step(double exec_us, double busbw, int late = -1, double late_us = 0) {
+    const int64_t ts = kT0 + static_cast<int64_t>(++seq_) * 30'000;
+    v1::TelemetryBatch batch = Collectives(ts, seq_, n_, exec_us, busbw);
+    std::normal_distribution<double> noise(0, jitter);
+    for (auto& rec : *batch.mutable_collectives()) {
+      const double base = rec.rank() == static_cast<uint32_t>(late) ? exec_us : exec_us + late_us;
+      const double exec = base * (1 + noise(rng_));
+      rec.set_exec_time_us(exec);
+      rec.set_busbw_gbs(busbw * exec_us / exec);
+    }
+    d_->Observe(batch);
+    return d_->Evaluate(ts + 1000, context_);
+  }
+  double jitter = 0.01;
+  FabricContext context_;
+
+ private:
+  Detectors* d_;
+  int n_;
+  uint64_t seq_ = 0;
+  std::mt19937_64 rng_;
+};
+
+TEST_F(DetectorsTest, ASustainedTenPercentDropIsARegressionAndNoiseIsNot) {
+  for (uint64_t seed : {1, 2, 3}) {
+    Detectors d{DetectorSettings{}};
+    JobSeries job(&d, 8, seed);
+    job.jitter = 0.03;  // busbw noise of 3% per collective
+    int found_at = -1;
+    // 2,000 healthy collectives: noise alone is never a regression.
+    for (int i = 0; i < 2000; ++i)
+      for (const auto& a : job.Step(4000, 144)) ADD_FAILURE() << "seed " << seed << ": " << a.ShortDebugString();
+    // A drop of 10%, sustained: a finding within a few dozen collectives.
+    for (int i = 0; i < 200 && found_at < 0; ++i)
+      for (const auto& a : job.Step(4000 / 0.9, 144 * 0.9))
+        if (a.kind() == "busbw_regression" && a.end_us() == 0) {
+          found_at = i;
+          EXPECT_NEAR(a.magnitude(), 0.1, 0.04) << a.ShortDebugString();
+          EXPECT_NE(a.evidence(0).note().find("CUSUM"), std::string::npos);
+          EXPECT_LE(a.start_us(), kT0 + (2000 + i + 1) * 30'000);
+          EXPECT_GE(a.start_us(), kT0 + 1990 * 30'000) << "the change point, not the finding's time";
+        }
+    EXPECT_GE(found_at, 0) << "seed " << seed;
+    EXPECT_LT(found_at, 40) << "seed " << seed;
+  }
+}
+
+TEST_F(DetectorsTest, ADropBelowHalfTheSmallestThatMattersIsNeverARegression) {
+  Detectors d{DetectorSettings{}};
+  JobSeries job(&d, 8, 9);
+  for (int i = 0; i < 100; ++i) job.Step(4000, 144);
+  for (int i = 0; i < 2000; ++i)
+    for (const auto& a : job.Step(4000 / 0.96, 144 * 0.96)) ADD_FAILURE() << a.ShortDebugString();
+}
+
+TEST_F(DetectorsTest, ARegressionEndsWhenTheJobRecovers) {
+  Detectors d{DetectorSettings{}};
+  JobSeries job(&d, 8, 4);
+  for (int i = 0; i < 100; ++i) job.Step(4000, 144);
+  bool opened = false, closed = false;
+  for (int i = 0; i < 50; ++i)
+    for (const auto& a : job.Step(6600, 88)) opened |= a.kind() == "busbw_regression";
+  ASSERT_TRUE(opened);
+  // clear_after is 3 s of quiet: 30 ms a collective, 200 of them.
+  for (int i = 0; i < 200; ++i)
+    for (const auto& a : job.Step(4000, 144)) closed |= a.kind() == "busbw_regression" && a.end_us() != 0;
+  EXPECT_TRUE(closed);
+}
+
+// A straggler is the rank with the shortest kernel in more collectives in a
+// row than chance allows for the job's size: found for a small delay (5% of
+// the kernel time), not before the streak is improbable, and never on a
+// healthy job however long it runs.
+TEST_F(DetectorsTest, StragglerIsTheSameFastestRankMoreOftenThanChanceAllows) {
+  for (int n : {4, 8, 32}) {
+    SCOPED_TRACE(StrCat(n, " ranks"));
+    Detectors d{DetectorSettings{}};
+    JobSeries job(&d, n, static_cast<uint64_t>(n));
+    for (int i = 0; i < 5000; ++i)
+      for (const auto& a : job.Step(4000, 144)) ADD_FAILURE() << a.ShortDebugString();
+    // Rank n-2 arrives 200 us late (5% of a 4 ms kernel).
+    const int needed = 1 + static_cast<int>(std::ceil(std::log(1e8) / std::log(n)));
+    int found_at = -1;
+    for (int i = 0; i < 3 * needed && found_at < 0; ++i)
+      for (const auto& a : job.Step(4000, 144, n - 2, 200))
+        if (a.kind() == "straggler") {
+          found_at = i + 1;
+          EXPECT_EQ(a.entity(), StrCat("z1-r02-h1/gpu", (n - 2) % (n / 2))) << "named by host and GPU";
+          EXPECT_EQ(a.job(), "4711");
+          EXPECT_NE(a.evidence(0).note().find("in a row"), std::string::npos);
+        }
+    // A streak may have begun by chance just before the delay did.
+    EXPECT_GE(found_at, needed - 2) << "found only once chance is below 1e-8";
+    EXPECT_LE(found_at, 2 * needed) << "and soon after: noise breaks a streak only now and then";
+  }
+}
+
+TEST_F(DetectorsTest, EveryRankSlowIsNotAStraggler) {
+  Detectors d{DetectorSettings{}};
+  JobSeries job(&d, 8, 5);
+  for (int i = 0; i < 100; ++i) job.Step(4000, 144);
+  for (int i = 0; i < 200; ++i)
+    for (const auto& a : job.Step(6600, 88)) EXPECT_NE(a.kind(), "straggler");
 }
 
 TEST_F(DetectorsTest, RegisteredJobThatCompletesNothingIsStalled) {

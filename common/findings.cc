@@ -10,8 +10,25 @@
 
 namespace rocefab {
 
+bool IsConsequenceKind(const std::string& kind) {
+  return kind == "pfc_pause" || kind == "silent_loss" || kind == "busbw_regression" || kind == "job_stalled" ||
+         kind == "buffer_high";
+}
+
+namespace {
+
+// 0: a root cause; 1: a consequence kind nothing explains (a weak root);
+// 2: a consequence of another finding.
+int RankClass(const v1::Finding& f) {
+  if (f.role() == "symptom") return 2;
+  return IsConsequenceKind(f.kind()) ? 1 : 0;
+}
+
+}  // namespace
+
 void RankFindings(std::vector<v1::Finding>& findings) {
   std::stable_sort(findings.begin(), findings.end(), [](const v1::Finding& a, const v1::Finding& b) {
+    if (RankClass(a) != RankClass(b)) return RankClass(a) < RankClass(b);
     if (a.confidence() != b.confidence()) return a.confidence() > b.confidence();
     return a.start_us() < b.start_us();
   });

@@ -9,7 +9,14 @@
 
 namespace rocefab {
 
-// Highest confidence first; ties by earlier start. Stable.
+// Kinds that are how a fault shows rather than what it is: pause victims,
+// RDMA loss, buffer levels and the job's own slowdown or stall.
+bool IsConsequenceKind(const std::string& kind);
+
+// Every root cause first, across faults: a finding whose kind is a cause
+// and that nothing else explains; then consequence kinds nothing explains;
+// then consequences of another finding. Within each, highest confidence
+// first; ties by earlier start. Stable.
 void RankFindings(std::vector<v1::Finding>& findings);
 // The first cause among ranked findings, else the first finding, else null.
 const v1::Finding* TopFinding(const v1::DiagnoseJobResponse& diagnosis);

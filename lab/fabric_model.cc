@@ -857,6 +857,9 @@ void FabricModel::ComputeRates() {
       ch.queue = 0;  // the watchdog empties it
     } else if (ch.stuck || ch.paused > 0.5) {
       ch.queue = k_.xoff_bytes * 1.5;
+      // Held by pauses far beyond Kmax: a queue that marks marks everything
+      // it still sends.
+      if (marks[i]) ch.mark = 1;
     } else if (u > 1 && !marks[i]) {
       ch.queue = k_.xoff_bytes;
     } else if (u > 1) {
@@ -949,7 +952,13 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
       rec.gpu = r % G;
       rec.seq = seq;
       rec.msg_bytes = job.spec.message_bytes();
-      rec.exec_time_us = (r == job.straggler_rank ? comm : waited) * 1e6;
+      // Kernel times jitter from one collective to the next (launch and
+      // clock noise), so which rank is fastest is chance on a healthy job.
+      const uint64_t h = Mix(seed_ ^ (static_cast<uint64_t>(j) << 48) ^ (seq << 16) ^ static_cast<uint64_t>(r));
+      const double u1 = (static_cast<double>(h >> 11) + 0.5) / 9007199254740992.0;
+      const double u2 = (static_cast<double>(Mix(h) >> 11) + 0.5) / 9007199254740992.0;
+      const double z = std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+      rec.exec_time_us = (r == job.straggler_rank ? comm : waited) * 1e6 * std::max(0.5, 1 + k_.kernel_jitter * z);
       rec.algbw_gbs = traffic_bytes / (rec.exec_time_us / 1e6) / 1e9;
       rec.busbw_gbs = rec.algbw_gbs * BusBwFactor(job.spec.collective(), n);
       records->push_back(rec);

@@ -51,6 +51,9 @@ struct ModelConstants {
   // go-back-N on the new path): the cost of every unplanned link loss. A
   // drain moves traffic before the link goes, and costs nothing.
   double qp_timeout_s = 1.0;
+  // Relative standard deviation of one rank's kernel time around its
+  // collective's (normal, independent per rank and collective).
+  double kernel_jitter = 0.01;
 };
 
 // Cumulative counters of one port, in vocabulary units (bytes are bytes).

@@ -16,6 +16,7 @@
 #include "common/strings.h"
 #include "cli/commands.h"
 #include "common/grpc_util.h"
+#include "lab/generate.h"
 #include "lab/runner.h"
 #include "lab/score.h"
 #include "lab/study.h"
@@ -230,6 +231,19 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
   suite->add_option("--bin-dir", run.bin_dir, "where the rocefab daemons are")->capture_default_str();
+  lab::GenerateOptions generate;
+  int suite_generate = 0;
+  suite->add_option("--generate", suite_generate,
+                    "run N generated scenarios (random fabric, jobs and faults; docs/lab.md) instead of --scenarios")
+      ->check(CLI::Range(1, 10000));
+  suite->add_option("--seed", generate.seed, "seed of the generated scenarios")->capture_default_str();
+  std::string generate_out;
+  auto* generate_cmd = app.add_subcommand(
+      "generate", "write N random scenarios (fabric, jobs, faults, severities, timings) to a directory");
+  generate_cmd->add_option("--count", generate.count, "scenarios")->check(CLI::Range(1, 10000))->capture_default_str();
+  generate_cmd->add_option("--seed", generate.seed, "seed: the same seed gives the same scenarios")
+      ->capture_default_str();
+  generate_cmd->add_option("-o,--out", generate_out, "directory for the scenario YAMLs")->required();
   lab::StudyOptions study_options;
   std::string study_failures = "0,1,4", study_output = "table";
   bool study_small = false;
@@ -381,8 +395,35 @@ int main(int argc, char** argv) {
     else std::cout << lab::FormatScores({*result});
     return 0;
   }
+  if (generate_cmd->parsed()) {
+    auto paths = lab::WriteGeneratedScenarios(generate, generate_out);
+    if (!paths.ok()) {
+      std::cerr << "rocefab-lab: " << paths.status().message() << "\n";
+      return 1;
+    }
+    for (const auto& path : *paths) std::cout << path << "\n";
+    return 0;
+  }
   if (suite->parsed()) {
     namespace fs = std::filesystem;
+    if (suite_generate > 0) {
+      if (suite_out.empty()) {
+        char tmpl[] = "/tmp/rocefab-suite-XXXXXX";
+        if (mkdtemp(tmpl) == nullptr) {
+          std::cerr << "rocefab-lab: cannot create a directory under /tmp\n";
+          return 1;
+        }
+        suite_out = tmpl;
+      }
+      generate.count = suite_generate;
+      suite_dir = suite_out + "/scenarios";
+      fs::remove_all(suite_dir);
+      auto paths = lab::WriteGeneratedScenarios(generate, suite_dir);
+      if (!paths.ok()) {
+        std::cerr << "rocefab-lab: generating scenarios: " << paths.status().message() << "\n";
+        return 1;
+      }
+    }
     std::vector<std::string> scenarios;
     for (const auto& entry : fs::directory_iterator(suite_dir)) {
       if (entry.path().extension() != ".yaml") continue;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "collector/detectors.h"
@@ -13,6 +14,7 @@
 #include "common/findings.h"
 #include "common/strings.h"
 #include "common/topology.h"
+#include "lab/generate.h"
 
 namespace rocefab::lab {
 namespace {
@@ -26,17 +28,33 @@ bool NamesTarget(const Topology& topo, const std::string& target, const std::str
   return collector::CanonicalLinkEnd(&topo, target) == collector::CanonicalLinkEnd(&topo, entity);
 }
 
-bool IsConsequenceKind(const std::string& kind) {
-  return kind == "pfc_pause" || kind == "silent_loss" || kind == "busbw_regression" ||
-         kind == "job_stalled" || kind == "buffer_high";
-}
-
 bool JobCrosses(const collector::Footprint& fp, const std::string& target) {
   const std::string device = EntityDevice(target);
   if (target.find("/gpu") != std::string::npos) return fp.hosts.count(device) > 0;
   if (target.find('/') == std::string::npos) return fp.devices.count(target) > 0;
   return fp.ports.count(target) > 0;
 }
+
+}  // namespace
+
+bool FindingFitsFault(const std::string& fault_kind, const std::string& finding_kind) {
+  // The fault's own playbook, or one that sends the operator to the same
+  // place (a flap first shows as a link going down; a NIC that is down is a
+  // link down).
+  static const std::map<std::string, std::set<std::string>> kFits = {
+      {"pfc_storm", {"pfc_storm"}},
+      {"link_flap", {"link_flap", "link_down"}},
+      {"lossy_link", {"link_errors"}},
+      {"degraded_link", {"link_degraded"}},
+      {"ecn_misconfig", {"ecn_misconfig"}},
+      {"straggler", {"straggler"}},
+      {"nic_down", {"link_down"}},
+  };
+  auto it = kFits.find(fault_kind);
+  return it != kFits.end() && it->second.count(finding_kind) > 0;
+}
+
+namespace {
 
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -59,6 +77,7 @@ nlohmann::json RunScore::ToJson() const {
                            {"top1", f.top1},
                            {"top1_kind", f.top1_kind},
                            {"top1_entity", f.top1_entity},
+                           {"tier", f.tier},
                            {"jobs", f.jobs}});
   nlohmann::json out = Summarize({*this});
   out["scenario"] = scenario;
@@ -111,17 +130,25 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     std::string target;
   };
   std::vector<Window> windows;
+  const int64_t grace = static_cast<int64_t>(options.clear_grace_s * 1e6);
   for (const auto& f : truth["faults"]) {
     if (!f.value("happened", false)) continue;
-    FaultScore fs;
-    fs.kind = f.value("kind", "");
-    fs.target = f.value("target", "");
-    fs.start_s = f.value("start_s", 0.0);
     const int64_t start = f.value("start_unix_us", int64_t{0});
     const int64_t end = f["end_unix_us"].is_null() ? run_start + static_cast<int64_t>(run_end_s * 1e6)
                                                    : f["end_unix_us"].get<int64_t>();
-    const int64_t grace = static_cast<int64_t>(options.clear_grace_s * 1e6);
-    windows.push_back({start, end + grace, fs.target});
+    windows.push_back({start, end + grace, f.value("target", "")});
+  }
+  size_t fault_index = 0;
+  for (const auto& f : truth["faults"]) {
+    if (!f.value("happened", false)) continue;
+    const Window& self = windows[fault_index++];
+    FaultScore fs;
+    fs.kind = f.value("kind", "");
+    fs.target = f.value("target", "");
+    fs.tier = TargetTier(**topology, fs.target);
+    fs.start_s = f.value("start_s", 0.0);
+    const int64_t start = self.start;
+    const int64_t end = self.end - grace;
     for (const auto& a : *anomalies) {
       if (collector::IsJobSymptomKind(a.kind())) continue;
       if (a.detected_us() < start - 2'000'000 || a.detected_us() > end + grace) continue;
@@ -151,14 +178,22 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
         if (job.id() == id) in.job = job;
       const v1::DiagnoseJobResponse d = collector::Diagnose(in);
       if (!id.empty()) fs.jobs.push_back(id);
-      if (d.findings().empty()) {
-        fs.top1 = false;
-        continue;
+      // With k faults on this job's paths at once, each must be among the
+      // first k findings: every root cause before any consequence.
+      size_t overlapping = 0;
+      for (const Window& w : windows)
+        if (w.start < in.window_end_us && w.end > start && (id.empty() || JobCrosses(*fp, w.target))) ++overlapping;
+      overlapping = std::max<size_t>(1, overlapping);
+      bool found = false;
+      for (int i = 0; i < d.findings_size() && static_cast<size_t>(i) < overlapping && !found; ++i) {
+        const v1::Finding& top = d.findings(i);
+        if (i == 0 || NamesTarget(**topology, fs.target, top.entity())) {
+          fs.top1_kind = top.kind();
+          fs.top1_entity = top.entity();
+        }
+        found = NamesTarget(**topology, fs.target, top.entity()) && FindingFitsFault(fs.kind, top.kind());
       }
-      const v1::Finding& top = d.findings(0);
-      fs.top1_kind = top.kind();
-      fs.top1_entity = top.entity();
-      if (!NamesTarget(**topology, fs.target, top.entity())) fs.top1 = false;
+      if (!found) fs.top1 = false;
     }
     score.faults.push_back(std::move(fs));
   }
@@ -188,7 +223,28 @@ nlohmann::json Summarize(const std::vector<RunScore>& runs) {
     }
   }
   auto ratio = [&](int n) { return faults ? static_cast<double>(n) / faults : 1.0; };
+  struct Tally {
+    int faults = 0, detected = 0, top1 = 0;
+  };
+  std::map<std::string, Tally> by_kind, by_tier;
+  for (const RunScore& r : runs)
+    for (const FaultScore& f : r.faults)
+      for (Tally* t : {&by_kind[f.kind], &by_tier[f.tier.empty() ? "other" : f.tier]}) {
+        ++t->faults;
+        t->detected += f.detected;
+        t->top1 += f.top1;
+      }
+  auto tallies = [](const std::map<std::string, Tally>& m) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [name, t] : m)
+      out[name] = {{"faults", t.faults},
+                   {"recall", static_cast<double>(t.detected) / t.faults},
+                   {"top1_accuracy", static_cast<double>(t.top1) / t.faults}};
+    return out;
+  };
   return {{"runs", runs.size()},
+          {"by_kind", tallies(by_kind)},
+          {"by_tier", tallies(by_tier)},
           {"faults", faults},
           {"top1_accuracy", ratio(top1)},
           {"recall", ratio(detected)},
@@ -227,6 +283,17 @@ std::string FormatScores(const std::vector<RunScore>& runs) {
                 s["recall"].get<double>(), s["false_positives"].get<int>(),
                 s["detection_latency_s"]["p50"].get<double>(), s["detection_latency_s"]["p95"].get<double>());
   out += summary;
+  for (const char* group : {"by_kind", "by_tier"}) {
+    if (s[group].empty()) continue;
+    std::snprintf(line, sizeof line, "\n%-16s %7s %7s %7s\n", group[3] == 'k' ? "FAULT KIND" : "TIER", "FAULTS",
+                  "RECALL", "TOP1");
+    out += line;
+    for (const auto& [name, t] : s[group].items()) {
+      std::snprintf(line, sizeof line, "%-16s %7d %7.2f %7.2f\n", name.c_str(), t["faults"].get<int>(),
+                    t["recall"].get<double>(), t["top1_accuracy"].get<double>());
+      out += line;
+    }
+  }
   return out;
 }
 

@@ -11,8 +11,10 @@
 //    minus the fault's start;
 //  - top-1: `job diagnose` of each job whose paths cross the target, over
 //    the fault's first seconds with only findings that started then, puts a
-//    finding on the target first. A fault on no job's path is judged on the
-//    fabric-wide ranking.
+//    finding on the target first, of a kind whose playbook handles the
+//    fault (FindingFitsFault). With k faults on a job's paths at once, each
+//    must be among its first k findings. A fault on no job's path is judged
+//    on the fabric-wide ranking.
 // False positives: anomalies raised by no fault. A root cause (storm, link,
 // ECN, drop, straggler, drift) that names no fault's target is one; a
 // consequence (pause victim, loss, busbw regression, buffer level) is one
@@ -34,6 +36,7 @@ struct FaultScore {
   double latency_s = -1;
   bool top1 = false;
   std::string top1_kind, top1_entity;
+  std::string tier;  // TargetTier of the target
   std::vector<std::string> jobs;  // judged through these jobs' diagnoses
 };
 
@@ -48,6 +51,10 @@ struct ScoreOptions {
   double top1_horizon_s = 15;  // diagnose over the fault's first seconds
   double clear_grace_s = 10;   // symptoms may outlast their fault this long
 };
+
+// Whether a finding of `finding_kind` sends the operator to the playbook
+// that handles a fault of `fault_kind` (strict top-1).
+bool FindingFitsFault(const std::string& fault_kind, const std::string& finding_kind);
 
 absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions& options = {});
 

@@ -1,0 +1,301 @@
+#include "lab/generate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+
+#include "google/protobuf/util/json_util.h"
+#include "common/strings.h"
+#include "lab/fabric_model.h"
+#include "lab/runner.h"
+
+namespace rocefab::lab {
+namespace {
+
+class Draw {
+ public:
+  explicit Draw(uint64_t seed) : rng_(seed) {}
+  double Uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng_); }
+  double LogUniform(double lo, double hi) { return std::exp(Uniform(std::log(lo), std::log(hi))); }
+  int Int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }  // inclusive
+  bool Chance(double p) { return Uniform(0, 1) < p; }
+  template <typename T>
+  const T& Pick(const std::vector<T>& v) { return v[static_cast<size_t>(Int(0, static_cast<int>(v.size()) - 1))]; }
+  // An index by weight.
+  size_t Weighted(const std::vector<double>& w) {
+    return std::discrete_distribution<size_t>(w.begin(), w.end())(rng_);
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+// SplitMix64: independent streams from (seed, index).
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::string TierOfLink(const Topology& topo, int link) {
+  const v1::TopoLink& l = topo.proto().links(link);
+  int roles[2];
+  int i = 0;
+  for (const std::string* end : {&l.a(), &l.b()}) {
+    const std::string device = EntityDevice(*end);
+    const v1::TopoSwitch* sw = topo.FindSwitch(device);
+    roles[i++] = sw == nullptr ? 0 : static_cast<int>(sw->role());
+  }
+  const int lo = std::min(roles[0], roles[1]), hi = std::max(roles[0], roles[1]);
+  if (lo == 0) return "nic";
+  if (lo == v1::SWITCH_ROLE_RTSW && hi == v1::SWITCH_ROLE_CTSW) return "rtsw-ctsw";
+  if (lo == v1::SWITCH_ROLE_CTSW && hi == v1::SWITCH_ROLE_ATSW) return "ctsw-atsw";
+  return "other";
+}
+
+// What the healthy fabric looks like once its jobs run: which links carry
+// traffic and which switch egress queues mark.
+struct Healthy {
+  std::map<std::string, std::vector<int>> loaded_links;  // tier -> link indices
+  std::vector<std::string> marking_ports;                 // switch egress ports that ECN-mark
+  std::vector<std::string> job_nics, job_gpus;            // of running jobs
+  std::vector<std::vector<std::string>> gpus_by_job;
+};
+
+absl::StatusOr<Healthy> Survey(std::shared_ptr<const Topology> topology, v1::Scenario scenario) {
+  scenario.clear_faults();
+  auto model = FabricModel::Create(topology, scenario);
+  if (!model.ok()) return model.status();
+  FabricModel& m = **model;
+  // Eight seconds of model time; the second half is what counts.
+  const int steps = static_cast<int>(8 / scenario.tick_s());
+  std::vector<double> util(m.channel_count(), 0), marked_before(m.ports().size(), 0);
+  for (int i = 0; i < steps; ++i) {
+    if (i == steps / 2)
+      for (size_t p = 0; p < m.ports().size(); ++p) marked_before[p] = m.ports()[p].c.queue_ecn_marked;
+    m.Step(scenario.tick_s(), nullptr);
+    if (i >= steps / 2)
+      for (size_t c = 0; c < util.size(); ++c) util[c] = std::max(util[c], m.ChannelUtilization(static_cast<int>(c)));
+  }
+  Healthy h;
+  const Topology& topo = *topology;
+  for (int link = 0; link < topo.proto().links_size(); ++link) {
+    const size_t a = 2 * static_cast<size_t>(link), b = a + 1;
+    if (b < util.size() && std::max(util[a], util[b]) >= 0.05) h.loaded_links[TierOfLink(topo, link)].push_back(link);
+  }
+  for (size_t p = 0; p < m.ports().size(); ++p) {
+    const PortState& port = m.ports()[p];
+    if (port.sw >= 0 && port.c.queue_ecn_marked > marked_before[p])
+      h.marking_ports.push_back(StrCat(port.device, "/", port.name));
+  }
+  for (size_t j = 0; j < m.jobs().size(); ++j) {
+    std::vector<std::string> gpus;
+    for (int host : m.job_hosts(static_cast<int>(j))) {
+      const v1::TopoHost& th = topo.proto().hosts(host);
+      for (const v1::TopoNic& nic : th.nics()) h.job_nics.push_back(StrCat(th.name(), "/", nic.name()));
+      for (int g = 0; g < m.gpus_per_host(static_cast<int>(j)); ++g) gpus.push_back(StrCat(th.name(), "/gpu", g));
+    }
+    h.job_gpus.insert(h.job_gpus.end(), gpus.begin(), gpus.end());
+    h.gpus_by_job.push_back(std::move(gpus));
+  }
+  return h;
+}
+
+v1::TopologySpec DrawFabric(Draw& d, const GenerateOptions& o) {
+  for (;;) {
+    v1::GenerateSpec g;
+    const bool two_zones = d.Chance(0.2);
+    g.set_zones(two_zones ? 2 : 1);
+    g.set_racks_per_zone(static_cast<uint32_t>(d.Pick<int>(two_zones ? std::vector<int>{2, 4} : std::vector<int>{2, 4, 8})));
+    g.set_hosts_per_rack(static_cast<uint32_t>(d.Pick<int>({1, 2, 4})));
+    g.set_nics_per_host(static_cast<uint32_t>(d.Pick<int>({2, 4, 8})));
+    g.set_ctsw_per_zone(static_cast<uint32_t>(d.Pick<int>({2, 4})));
+    if (two_zones) g.set_atsw(2);
+    const uint32_t hosts = g.zones() * g.racks_per_zone() * g.hosts_per_rack();
+    if (hosts < 4 || hosts > o.max_hosts || hosts * g.nics_per_host() > o.max_nics) continue;
+    v1::TopologySpec spec;
+    *spec.mutable_generate() = g;
+    return spec;
+  }
+}
+
+void DrawJobs(Draw& d, uint32_t hosts, uint64_t index, v1::Scenario* s) {
+  const size_t count = 1 + d.Weighted({0.5, 0.3, 0.2});
+  uint32_t free = hosts;
+  static const std::vector<v1::Collective> kCollectives = {v1::COLLECTIVE_ALL_REDUCE, v1::COLLECTIVE_ALL_GATHER,
+                                                           v1::COLLECTIVE_REDUCE_SCATTER, v1::COLLECTIVE_ALL_TO_ALL};
+  for (size_t j = 0; j < count && free >= 2; ++j) {
+    v1::JobSpec* job = s->add_jobs();
+    job->set_id(StrCat(6000 + index * 10 + j));
+    job->set_name(StrCat("gen-job-", j));
+    // The first job gets at least half of what is free; later ones share the rest.
+    const uint32_t lo = j == 0 ? std::max<uint32_t>(2, free / 2) : 2;
+    const uint32_t n = static_cast<uint32_t>(d.Int(static_cast<int>(lo), static_cast<int>(std::min<uint32_t>(free, 16))));
+    job->set_num_hosts(n);
+    free -= n;
+    job->set_placement(d.Chance(0.5) ? "packed" : "spread");
+    job->set_collective(d.Pick(kCollectives));
+    job->set_message_bytes(1ULL << d.Int(24, 30));
+    job->set_compute_ms(std::round(d.Uniform(5, 40)));
+  }
+}
+
+struct Taken {
+  std::set<std::string> devices;  // a fault's device, so two faults never share one
+  bool Free(const std::string& target) const { return !devices.count(EntityDevice(target)); }
+};
+
+// One fault of a kind that can show on this fabric, or none.
+bool DrawFault(Draw& d, const Topology& topo, const Healthy& h, double duration_s, Taken* taken,
+               v1::FaultSpec* f) {
+  static const std::vector<v1::FaultKind> kKinds = {
+      v1::FAULT_KIND_PFC_STORM,       v1::FAULT_KIND_LINK_FLAP,      v1::FAULT_KIND_LOSSY_LINK,
+      v1::FAULT_KIND_DEGRADED_LINK,   v1::FAULT_KIND_ECN_MISCONFIG, v1::FAULT_KIND_STRAGGLER,
+      v1::FAULT_KIND_NIC_DOWN};
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    f->Clear();
+    f->set_kind(d.Pick(kKinds));
+    std::vector<std::string> candidates;
+    switch (f->kind()) {
+      case v1::FAULT_KIND_PFC_STORM:
+      case v1::FAULT_KIND_NIC_DOWN:
+        candidates = h.job_nics;
+        break;
+      case v1::FAULT_KIND_STRAGGLER:
+        candidates = h.job_gpus;
+        break;
+      case v1::FAULT_KIND_LINK_FLAP:
+      case v1::FAULT_KIND_LOSSY_LINK:
+      case v1::FAULT_KIND_DEGRADED_LINK: {
+        // A tier first, then a loaded link of it, then either end.
+        std::vector<std::string> tiers;
+        for (const auto& [tier, links] : h.loaded_links) tiers.push_back(tier);
+        if (tiers.empty()) break;
+        const std::string& tier = d.Pick(tiers);
+        for (int link : h.loaded_links.at(tier)) {
+          const v1::TopoLink& l = topo.proto().links(link);
+          candidates.push_back(d.Chance(0.5) ? l.a() : l.b());
+        }
+        break;
+      }
+      case v1::FAULT_KIND_ECN_MISCONFIG:
+        if (d.Chance(0.5)) {
+          candidates = h.marking_ports;
+        } else {
+          std::set<std::string> switches;
+          for (const std::string& p : h.marking_ports) switches.insert(EntityDevice(p));
+          candidates.assign(switches.begin(), switches.end());
+        }
+        break;
+      default: break;
+    }
+    candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                    [&](const std::string& c) { return !taken->Free(c); }),
+                     candidates.end());
+    if (candidates.empty()) continue;
+    f->set_target(d.Pick(candidates));
+    taken->devices.insert(EntityDevice(f->target()));
+    f->set_at_s(std::round(d.Uniform(15, 30)));
+    if (d.Chance(0.5)) f->set_duration_s(std::round(d.Uniform(12, std::max(13.0, duration_s - f->at_s() - 5))));
+    switch (f->kind()) {
+      case v1::FAULT_KIND_PFC_STORM: f->set_pause_fraction(std::round(d.Uniform(0.3, 1.0) * 100) / 100); break;
+      case v1::FAULT_KIND_LOSSY_LINK: f->set_drop_rate(d.LogUniform(1e-4, 1e-2)); break;
+      case v1::FAULT_KIND_DEGRADED_LINK: f->set_speed_gbps(static_cast<uint32_t>(d.Pick<int>({25, 50, 100, 200}))); break;
+      case v1::FAULT_KIND_LINK_FLAP:
+        f->set_flap_down_s(std::round(d.Uniform(1, 3) * 10) / 10);
+        f->set_flap_up_s(std::round(d.Uniform(2, 6) * 10) / 10);
+        break;
+      case v1::FAULT_KIND_STRAGGLER: f->set_slowdown(std::round(d.Uniform(0.1, 1.0) * 100) / 100); break;
+      default: break;
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string TargetTier(const Topology& topology, const std::string& target) {
+  if (target.find("/gpu") != std::string::npos) return "gpu";
+  if (target.find('/') == std::string::npos) {
+    const v1::TopoSwitch* sw = topology.FindSwitch(target);
+    if (sw == nullptr) return "other";
+    switch (sw->role()) {
+      case v1::SWITCH_ROLE_RTSW: return "rtsw";
+      case v1::SWITCH_ROLE_CTSW: return "ctsw";
+      case v1::SWITCH_ROLE_ATSW: return "atsw";
+      default: return "other";
+    }
+  }
+  const int link = topology.LinkOfPort(target);
+  return link < 0 ? "other" : TierOfLink(topology, link);
+}
+
+absl::StatusOr<v1::Scenario> GenerateScenario(const GenerateOptions& options, int index) {
+  Draw d(Mix(options.seed * 0x100000001b3ULL + static_cast<uint64_t>(index)));
+  v1::Scenario s;
+  s.set_name(StrCat("gen-", options.seed, "-", index));
+  s.set_duration_s(options.duration_s);
+  s.set_tick_s(0.5);
+  s.set_seed(Mix(options.seed + 7919ULL * static_cast<uint64_t>(index)) % 1000000);
+  s.set_poll_interval_s(d.Pick<double>({0.5, 1, 2}));
+  *s.mutable_topology() = DrawFabric(d, options);
+  auto topology = TopologyForScenario(s, "");
+  if (!topology.ok()) return topology.status();
+  const uint32_t hosts = static_cast<uint32_t>((*topology)->proto().hosts_size());
+  DrawJobs(d, hosts, static_cast<uint64_t>(index), &s);
+  auto healthy = Survey(*topology, s);
+  if (!healthy.ok()) return healthy.status();
+
+  const size_t faults = d.Chance(options.clean_share) ? 0 : 1 + d.Weighted({0.65, 0.25, 0.10});
+  Taken taken;
+  for (size_t i = 0; i < faults; ++i) {
+    v1::FaultSpec f;
+    if (!DrawFault(d, **topology, *healthy, options.duration_s, &taken, &f)) break;
+    // Later faults overlap the first one.
+    if (i > 0) {
+      const v1::FaultSpec& first = s.faults(0);
+      const double end = first.duration_s() > 0 ? first.at_s() + first.duration_s() : options.duration_s - 10;
+      f.set_at_s(std::round(d.Uniform(first.at_s(), std::max(first.at_s() + 1, end - 5))));
+      if (f.duration_s() > 0 && f.at_s() + f.duration_s() > options.duration_s - 3) f.set_duration_s(0);
+    }
+    *s.add_faults() = f;
+  }
+  std::string text;
+  for (const auto& f : s.faults()) StrAppend(&text, v1::FaultKind_Name(f.kind()), " ", f.target(), "; ");
+  s.set_description(faults == 0 ? "generated: no fault" : StrCat("generated: ", text));
+  return s;
+}
+
+absl::StatusOr<std::vector<std::string>> WriteGeneratedScenarios(const GenerateOptions& options,
+                                                                 const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::InternalError(StrCat("cannot create ", dir, ": ", ec.message()));
+  std::vector<std::string> paths;
+  google::protobuf::util::JsonPrintOptions print;
+  print.add_whitespace = true;
+  print.preserve_proto_field_names = true;
+  for (int i = 0; i < options.count; ++i) {
+    auto s = GenerateScenario(options, i);
+    if (!s.ok()) return absl::Status(s.status().code(), StrCat("scenario ", i, ": ", s.status().message()));
+    std::string json;
+    if (auto st = google::protobuf::util::MessageToJsonString(*s, &json, print); !st.ok())
+      return absl::InternalError(StrCat("scenario ", i, ": ", st.ToString()));
+    const std::string path = StrCat(dir, "/", s->name(), ".yaml");
+    std::ofstream out(path);
+    // JSON is YAML: the scenario loader reads it as any scenario file.
+    out << "# " << s->description() << "\n# rocefab-lab generate --seed " << options.seed << " (scenario "
+        << i << ")\n"
+        << json;
+    if (!out) return absl::InternalError(StrCat("cannot write ", path));
+    paths.push_back(path);
+  }
+  return paths;
+}
+
+}  // namespace rocefab::lab
