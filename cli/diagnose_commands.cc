@@ -161,28 +161,41 @@ int RunFabricHealth(const GlobalOptions& g, const HealthOptions& o, std::ostream
   std::map<uint64_t, int> consequences;
   for (const auto& a : response.anomalies())
     if (a.caused_by() != 0) ++consequences[a.caused_by()];
-  // The worst first: by severity, then active before ended, then the
-  // longest-lasting first.
+  // Root causes first, across faults; then consequences nothing explains;
+  // within each the worst first: by severity, then active before ended,
+  // then the longest-lasting first. A consequence of a listed cause goes
+  // under it (with --all) or is counted on its row.
+  std::set<uint64_t> listed;
+  for (const auto& a : response.anomalies()) listed.insert(a.id());
   std::vector<v1::Anomaly> rows(response.anomalies().begin(), response.anomalies().end());
   std::stable_sort(rows.begin(), rows.end(), [](const v1::Anomaly& a, const v1::Anomaly& b) {
+    if (IsConsequenceKind(a.kind()) != IsConsequenceKind(b.kind())) return !IsConsequenceKind(a.kind());
     if (a.severity() != b.severity()) return a.severity() > b.severity();
     if ((a.end_us() == 0) != (b.end_us() == 0)) return a.end_us() == 0;
     return a.start_us() < b.start_us();
   });
   Table t({"SEVERITY", "KIND", "ENTITY", "SINCE", "STATE", "JOBS", "CONSEQUENCES", "SUMMARY"});
   int hidden = 0;
-  for (const auto& a : rows) {
-    if (a.caused_by() != 0 && !o.all) {
-      ++hidden;
-      continue;
-    }
+  auto add_row = [&](const v1::Anomaly& a, bool under) {
     std::string jobs;
     for (const auto& j : a.jobs()) StrAppend(&jobs, jobs.empty() ? "" : ",", j);
     if (!a.job().empty() && jobs.empty()) jobs = a.job();
-    t.AddRow({SeverityName(a.severity()), a.kind(), a.entity(), Ago(response.now_us(), a.start_us()),
-              a.end_us() ? "ended" : "active", jobs.empty() ? "-" : jobs,
+    t.AddRow({SeverityName(a.severity()), under ? StrCat("  <- ", a.kind()) : a.kind(), a.entity(),
+              Ago(response.now_us(), a.start_us()), a.end_us() ? "ended" : "active", jobs.empty() ? "-" : jobs,
               consequences.count(a.id()) ? StrCat(consequences[a.id()]) : "-", a.summary()});
+  };
+  for (const auto& a : rows) {
+    const bool explained = a.caused_by() != 0 && listed.count(a.caused_by());
+    if (explained) {
+      ++hidden;
+      continue;
+    }
+    add_row(a, false);
+    if (o.all)
+      for (const auto& c : rows)
+        if (c.caused_by() == a.id()) add_row(c, true);
   }
+  if (o.all) hidden = 0;
   // The operators' changes of the period, and drains still in effect:
   // what someone did is part of what the fabric is.
   auto print_changes = [&] {
@@ -203,7 +216,7 @@ int RunFabricHealth(const GlobalOptions& g, const HealthOptions& o, std::ostream
   t.Print(out);
   if (hidden > 0)
     out << hidden << " consequence(s) (pause-tree victims, loss seen behind a bad link) are attributed to the "
-        << "rows above; --all lists them\n";
+        << "rows above; --all lists each under its cause\n";
   print_changes();
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "common/daemon_setup.h"
+#include "common/stats.h"
 #include "common/strings.h"
 #include "common/topology.h"
 
@@ -43,13 +44,6 @@ int TierOf(const Topology* topology, const std::string& device) {
   if (topology->FindHost(device) != nullptr) return 0;
   if (const v1::TopoSwitch* sw = topology->FindSwitch(device)) return 1 + static_cast<int>(sw->role());
   return 9;
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  return v[mid];
 }
 
 std::string SizeBucket(const std::string& op, uint64_t bytes) {
@@ -381,15 +375,17 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     }
   }
 
-  // ECN: a queue far beyond any marking threshold that sends and marks
-  // nothing has ECN off. Why it is deep (congestion, or pauses from
-  // downstream) does not matter: marking is decided on the queue's length.
+  // ECN: a queue far beyond any marking threshold that marks nothing, and is
+  // not simply held by pauses from downstream, has ECN off. (Only where the
+  // agent reports the queue's mark counter: a missing counter is not zero.)
   std::vector<Hit> origins;
   std::unordered_map<std::string, std::string> congestion_origin;  // device -> origin key
   for (auto& [device, deeps] : device_deep) {
     std::vector<const Deep*> unmarked;
-    for (const Deep& d : deeps)
-      if (d.marks_known && d.marks == 0) unmarked.push_back(&d);
+    for (const Deep& d : deeps) {
+      const bool paused = port_rx.count(d.e->entity) && port_rx[d.e->entity] >= s_.pause_ratio / 5;
+      if (!paused && d.marks_known && d.marks == 0) unmarked.push_back(&d);
+    }
     if (unmarked.empty()) continue;
     // Several ports of one switch: the switch's profile, not one port.
     const std::string entity = unmarked.size() >= 2 ? device : unmarked[0]->e->entity;
@@ -695,9 +691,7 @@ void Detectors::JudgeFastest(BucketState& st, const std::vector<const CollRecord
   for (const CollRecord* r : ranks)
     if (r != fastest) others.push_back(r->exec_us);
   const double median = Median(others);
-  std::vector<double> deviations;
-  for (double v : others) deviations.push_back(std::fabs(v - median));
-  const double spread = 1.4826 * Median(deviations);
+  const double spread = RobustSpread(others);
   // Apart from the rest: below every other rank, and by more than two
   // robust standard deviations of theirs, so that a rank a hair faster by
   // its place in the ring is not the one everyone waits for.
@@ -728,12 +722,11 @@ void Detectors::JudgeBusbw(BucketState& st, double busbw, int64_t ts_us) const {
   };
   if (st.healthy.size() < s_.baseline_intervals) return keep();
   if (st.baseline == 0 || st.healthy_at_fit >= 8) {
-    std::vector<double> v(st.healthy.begin(), st.healthy.end());
+    const std::vector<double> v(st.healthy.begin(), st.healthy.end());
     st.baseline = Median(v);
-    for (double& x : v) x = std::fabs(x - st.baseline);
     // Noise no finer than a quarter of the smallest drop that matters: a
     // noiseless history must not make every wobble a change.
-    st.sigma = std::max(1.4826 * Median(v), s_.busbw_drop * st.baseline / 4);
+    st.sigma = std::max(RobustSpread(v), s_.busbw_drop * st.baseline / 4);
     st.healthy_at_fit = 0;
   }
   if (st.baseline <= 0) return keep();

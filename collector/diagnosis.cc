@@ -8,6 +8,7 @@
 #include <map>
 
 #include "common/clock.h"
+#include "common/stats.h"
 #include "common/strings.h"
 #include "common/topology.h"
 
@@ -26,24 +27,6 @@ double BaseConfidence(const std::string& kind) {
   };
   auto it = kBase.find(kind);
   return it == kBase.end() ? 0.3 : it->second;
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  const double upper = v[mid];
-  if (v.size() % 2) return upper;
-  return (upper + *std::max_element(v.begin(), v.begin() + mid)) / 2;
-}
-
-// 1.4826 x the median absolute deviation: a standard deviation that one
-// outlier bucket does not inflate.
-double RobustSpread(const std::vector<double>& v) {
-  const double median = Median(v);
-  std::vector<double> deviations;
-  for (double x : v) deviations.push_back(std::abs(x - median));
-  return 1.4826 * Median(deviations);
 }
 
 // The most likely single change of level in `v` (least squares over every

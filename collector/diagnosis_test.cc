@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <set>
 
 namespace rocefab::collector {
 namespace {
@@ -321,6 +322,38 @@ TEST(DiagnoseVerdictTest, OnsetOnlyReportsACauseThatBeganBeforeTheWindowAsOngoin
   EXPECT_NE(d.verdict().find("most likely cause: pfc_storm on z1-r02-h1/mlx5_0"), std::string::npos) << d.verdict();
   EXPECT_NE(d.verdict().find("ongoing since "), std::string::npos) << d.verdict();
   EXPECT_EQ(d.verdict().find("no fabric cause"), std::string::npos) << d.verdict();
+}
+
+// Three faults at once on one job's paths: every independent root cause
+// comes before any consequence, even a weak-looking cause (a straggler that
+// started late) before a strong-looking symptom (a link down explained by
+// a flap) and before consequences nothing explains.
+TEST(DiagnoseTest, WithSeveralFaultsEveryRootCauseRanksBeforeAnyConsequence) {
+  auto topo = Topology::FromYaml(kTopology, "test");
+  ASSERT_TRUE(topo.ok());
+  DiagnoseInput in;
+  in.job = TwoRackJob();
+  in.footprint = JobFootprint(topo->get(), in.job, {});
+  const int64_t t = 1'800'000'000'000'000;
+  in.window_start_us = t - 60'000'000;
+  in.window_end_us = t + 60'000'000;
+  v1::Anomaly straggler = Make(4, "straggler", "z1-r01-h1/gpu0", t + 30'000'000, v1::SEVERITY_WARNING);
+  straggler.set_job("4711");
+  straggler.set_magnitude(0.05);
+  in.anomalies = {Make(1, "link_flap", "z1-rtsw01/Ethernet8", t),
+                  Make(2, "link_down", "z1-rtsw01/Ethernet12", t, v1::SEVERITY_CRITICAL, 1),
+                  Make(3, "pfc_storm", "z1-r02-h1/mlx5_0", t + 5'000'000),
+                  straggler,
+                  Make(5, "pfc_pause", "z1-rtsw02/Ethernet8", t, v1::SEVERITY_WARNING),  // unexplained
+                  Make(6, "silent_loss", "z1-r01-h1/mlx5_0", t, v1::SEVERITY_WARNING, 1)};
+  const v1::DiagnoseJobResponse d = Diagnose(in);
+  ASSERT_EQ(d.findings_size(), 6);
+  std::set<std::string> first_three;
+  for (int i = 0; i < 3; ++i) first_three.insert(d.findings(i).kind());
+  EXPECT_EQ(first_three, (std::set<std::string>{"link_flap", "pfc_storm", "straggler"}));
+  EXPECT_EQ(d.findings(3).kind(), "pfc_pause") << "a consequence nothing explains, after every cause";
+  for (int i = 4; i < 6; ++i) EXPECT_EQ(d.findings(i).role(), "symptom") << d.findings(i).kind();
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(d.findings(i).playbook().empty());
 }
 
 TEST(DiagnoseTest, HealthyJobWithNothingOnItsPaths) {

@@ -857,9 +857,6 @@ void FabricModel::ComputeRates() {
       ch.queue = 0;  // the watchdog empties it
     } else if (ch.stuck || ch.paused > 0.5) {
       ch.queue = k_.xoff_bytes * 1.5;
-      // Held by pauses far beyond Kmax: a queue that marks marks everything
-      // it still sends.
-      if (marks[i]) ch.mark = 1;
     } else if (u > 1 && !marks[i]) {
       ch.queue = k_.xoff_bytes;
     } else if (u > 1) {
