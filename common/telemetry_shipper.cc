@@ -38,7 +38,9 @@ absl::Status TelemetryShipper::Start() {
     if (!spool.ok()) return spool.status();
     spool_ = std::move(*spool);
     std::lock_guard lock(mu_);
-    earlier_ = spool_->Load(options_.agent_boot_id);
+    for (auto& [boot, queue] : spool_->Load(options_.agent_boot_id))
+      for (auto& [seq, batch] : queue)
+        earlier_[boot].emplace(seq, std::make_shared<const v1::TelemetryBatch>(std::move(batch)));
   }
   sender_ = std::thread([this] { SenderLoop(); });
   return absl::OkStatus();
@@ -56,7 +58,7 @@ uint64_t TelemetryShipper::Enqueue(v1::TelemetryBatch batch) {
   delivery->set_dropped_overflow(stats_.dropped_overflow);
   delivery->set_rejected(stats_.rejected);
   delivery->set_pending(pending_.size());
-  pending_.emplace(seq, std::move(batch));
+  pending_.emplace(seq, std::make_shared<const v1::TelemetryBatch>(std::move(batch)));
   if (spool_) {
     const int64_t now = clock_.MonotonicUs();
     unspooled_.emplace(seq, now);
@@ -114,7 +116,7 @@ void TelemetryShipper::SpoolOlderThan(int64_t before_us) {
     const uint64_t seq = unspooled_.begin()->first;
     unspooled_.erase(unspooled_.begin());
     auto it = pending_.find(seq);
-    if (it != pending_.end()) DropEvicted(spool_->Put(it->second));
+    if (it != pending_.end()) DropEvicted(spool_->Put(*it->second));
   }
 }
 
@@ -191,7 +193,7 @@ bool TelemetryShipper::RunStream(v1::Telemetry::Stub& stub, const std::string& b
     stats_.connected = true;
   }
   for (;;) {
-    v1::TelemetryBatch to_send;
+    std::shared_ptr<const v1::TelemetryBatch> to_send;
     {
       std::unique_lock lock(mu_);
       Queue& queue = QueueOf(boot);
@@ -205,10 +207,10 @@ bool TelemetryShipper::RunStream(v1::Telemetry::Stub& stub, const std::string& b
         break;
       }
       auto it = queue.lower_bound(send_cursor_);
-      to_send = it->second;  // copy: the ack may erase the entry while we write
+      to_send = it->second;  // shared: the ack may erase the entry while we write
       send_cursor_ = it->first + 1;
     }
-    if (!stream->Write(to_send)) break;
+    if (!stream->Write(*to_send)) break;
     std::lock_guard lock(mu_);
     ++stats_.sent;
   }

@@ -95,7 +95,9 @@ class TelemetryShipper final {
 
  private:
   void SenderLoop();
-  using Queue = std::map<uint64_t, v1::TelemetryBatch>;  // by seq
+  // By seq. Shared, so the sender writes a batch without copying it while
+  // an ack may erase it from the queue.
+  using Queue = std::map<uint64_t, std::shared_ptr<const v1::TelemetryBatch>>;
   // Runs one stream of `boot`'s batches until it breaks or Stop(); for an
   // earlier boot (`finite`) also once all of them are acked. Returns true if
   // any ack came.

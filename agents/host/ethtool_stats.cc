@@ -78,7 +78,7 @@ absl::StatusOr<EthtoolStats> IoctlEthtoolSource::Read(const std::string& netdev)
 }
 
 absl::StatusOr<EthtoolStats> TextEthtoolSource::Read(const std::string& netdev) {
-  auto text = ReadWholeFile(StrCat(dir_, "/", netdev, "/statistics"));
+  auto text = files_.ReadFile(StrCat(netdev, "/statistics"));
   if (!text.ok()) return text.status();
   uint64_t bad = 0;
   return ParseEthtoolText(*text, &bad);

@@ -26,6 +26,8 @@ class EthtoolSource {
   // All statistics of `netdev`, names trimmed. NotFound when there is no such
   // device, Unavailable when the driver does not answer.
   virtual absl::StatusOr<EthtoolStats> Read(const std::string& netdev) = 0;
+  // Called at the start of each poll, before the Reads of that poll.
+  virtual void BeginPoll(int64_t /*now_us*/) {}
 };
 
 // The kernel's ioctl. Keeps one AF_INET datagram socket open.
@@ -39,14 +41,20 @@ class IoctlEthtoolSource final : public EthtoolSource {
   int fd_ = -1;
 };
 
-// Files DIR/<netdev>/statistics in `ethtool -S` format.
+// Files DIR/<netdev>/statistics in `ethtool -S` format, kept open between
+// polls (common/file_cache.h), each directory checked with stat: the lab
+// runs dozens of agents, and inotify instances are few (128 per user).
 class TextEthtoolSource final : public EthtoolSource {
  public:
-  explicit TextEthtoolSource(std::string dir) : dir_(std::move(dir)) {}
+  explicit TextEthtoolSource(std::string dir)
+      : root_(std::move(dir)), files_(root_, kRediscoverUs, /*watch=*/false) {}
   absl::StatusOr<EthtoolStats> Read(const std::string& netdev) override;
+  void BeginPoll(int64_t now_us) override { files_.BeginPoll(now_us); }
 
  private:
-  std::string dir_;
+  static constexpr int64_t kRediscoverUs = 30'000'000;
+  FsRoot root_;
+  FileCache files_;
 };
 
 // Parses `ethtool -S` output:

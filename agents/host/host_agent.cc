@@ -11,12 +11,13 @@ HostAgent::HostAgent(HostPoller& poller, TelemetryShipper& shipper, const FsRoot
                      const Clock& clock, InspectorTailer* inspector)
     : poller_(poller),
       shipper_(shipper),
-      proc_root_(proc_root),
       clock_(clock),
+      proc_files_(proc_root, 30'000'000, /*watch=*/false),
       inspector_(inspector) {}
 
 void HostAgent::PollOnce() {
-  const std::string boot_id = ReadHostBootId(proc_root_);
+  proc_files_.BeginPoll(clock_.NowUs());
+  const std::string boot_id = ReadHostBootId(proc_files_);
   if (!boot_id.empty() && boot_id != builder_.host_boot_id()) {
     if (!builder_.host_boot_id().empty())
       LOG_WARN(kLog, "host boot id changed: treating every counter as reset");

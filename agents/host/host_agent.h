@@ -6,6 +6,7 @@
 #include "agents/host/inspector_tailer.h"
 #include "common/batch_builder.h"
 #include "common/clock.h"
+#include "common/file_cache.h"
 #include "common/fs_root.h"
 #include "common/telemetry_shipper.h"
 
@@ -23,8 +24,8 @@ class HostAgent final {
  private:
   HostPoller& poller_;
   TelemetryShipper& shipper_;
-  const FsRoot& proc_root_;
   const Clock& clock_;
+  FileCache proc_files_;  // the boot id, kept open (stat-checked: one inotify instance per agent)
   BatchBuilder builder_;
   InspectorTailer* inspector_;
   TailStats tail_stats_;

@@ -10,14 +10,14 @@ constexpr char kLog[] = "poller";
 }
 
 HostPoller::HostPoller(std::string host, Sources sources, const Clock& clock)
-    : host_(std::move(host)), sources_(sources), clock_(clock) {}
+    : host_(std::move(host)), sources_(sources), clock_(clock), sysfs_(*sources.sysfs) {}
 
 HostSnapshot HostPoller::Poll() {
   HostSnapshot snapshot;
   snapshot.host = host_;
   snapshot.timestamp_us = clock_.NowUs();
-  RdmaSysfsReader sysfs(*sources_.sysfs);
-  snapshot.nics = sysfs.ReadAll(&snapshot.health);
+  snapshot.nics = sysfs_.ReadAll(&snapshot.health, snapshot.timestamp_us);
+  if (sources_.ethtool != nullptr) sources_.ethtool->BeginPoll(snapshot.timestamp_us);
   const bool read_roce = roce_read_us_ == 0 || snapshot.timestamp_us - roce_read_us_ >= 30'000'000 ||
                          snapshot.timestamp_us < roce_read_us_;
   if (read_roce) {
@@ -116,10 +116,14 @@ void AppendSnapshot(const HostSnapshot& snapshot, BatchBuilder* builder,
   health->set_source_errors(health->source_errors() + snapshot.health.source_errors);
 }
 
-std::string ReadHostBootId(const FsRoot& proc_root) {
-  auto text = proc_root.ReadFile("sys/kernel/random/boot_id");
-  if (!text.ok()) return "";
-  return std::string(Trim(*text));
+namespace {
+constexpr char kBootId[] = "sys/kernel/random/boot_id";
+std::string BootIdOf(const absl::StatusOr<std::string>& text) {
+  return text.ok() ? std::string(Trim(*text)) : "";
 }
+}  // namespace
+
+std::string ReadHostBootId(const FsRoot& proc_root) { return BootIdOf(proc_root.ReadFile(kBootId)); }
+std::string ReadHostBootId(FileCache& proc_files) { return BootIdOf(proc_files.ReadFile(kBootId)); }
 
 }  // namespace rocefab::hostd

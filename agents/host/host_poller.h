@@ -1,7 +1,8 @@
 #pragma once
 // One poll of everything rocefab-hostd reads on a GPU host: RDMA sysfs
 // counters, ethtool statistics and netlink link state, for every RDMA port.
-// Owns nothing but references to its sources; one thread at a time.
+// Keeps the sysfs counter files open between polls; the other sources are
+// references. One thread at a time.
 
 #include <map>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "agents/host/roce_settings.h"
 #include "common/batch_builder.h"
 #include "common/clock.h"
+#include "common/file_cache.h"
 #include "common/fs_root.h"
 #include "rocefab/v1/telemetry.pb.h"
 
@@ -45,6 +47,7 @@ class HostPoller final {
   std::string host_;
   Sources sources_;
   const Clock& clock_;
+  RdmaSysfsReader sysfs_;
   // The NICs' RoCE settings change on reconfiguration, not per poll: they
   // are read at most every 30 s ("device/port" -> last read), and each poll
   // reports the latest.
@@ -65,5 +68,6 @@ void AppendSnapshot(const HostSnapshot& snapshot, BatchBuilder* builder,
 
 // The kernel boot id from <proc-root>/sys/kernel/random/boot_id, or "" if unreadable.
 std::string ReadHostBootId(const FsRoot& proc_root);
+std::string ReadHostBootId(FileCache& proc_files);
 
 }  // namespace rocefab::hostd

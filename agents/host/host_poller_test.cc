@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/strings.h"
 #include "tests/mocks/fake_clock.h"
 #include "tests/support/test_support.h"
 
@@ -35,6 +36,37 @@ TEST(HostPoller, CombinesSysfsEthtoolAndNetlink) {
   EXPECT_EQ(nic0.counters.at("carrier_changes"), 6u);
   // eth3 is unknown to the fake netlink: sysfs state stands.
   EXPECT_EQ(snapshot.nics[1].link_up, true);
+}
+
+// The lab and fixtures replace files by rename; the real sysfs changes them
+// in place. The poller keeps its files open between polls and sees both.
+TEST(HostPoller, SeesFilesChangedInPlaceAndFilesReplacedByRename) {
+  testing::TempDir dir;
+  testing::CopyTree(kHostA, dir.path());
+  FsRoot sysfs(dir / "sys");
+  TextEthtoolSource ethtool(dir / "ethtool");
+  testing::FakeClock clock;
+  HostPoller poller("z1-r01-h1", {&sysfs, &ethtool, nullptr}, clock);
+  HostSnapshot first = poller.Poll();
+  ASSERT_EQ(first.nics.size(), 2u);
+  EXPECT_EQ(first.nics[0].counters.at("cnp_sent"), 555u);
+  EXPECT_EQ(first.nics[0].per_prio.at("pfc_rx_pause_frames").at(3), 42u);
+  const std::string port = dir / "sys/class/infiniband/mlx5_0/ports/1";
+  for (uint64_t round = 1; round <= 3; ++round) {
+    testing::WriteFile(port + "/hw_counters/np_cnp_sent", StrCat(555 + round, "\n"));
+    ASSERT_TRUE(WriteFileAtomic(port + "/counters/port_xmit_data", StrCat(1000 * round, "\n")).ok());
+    std::string stats = testing::ReadFile(dir / "ethtool/eth2/statistics");
+    const size_t at = stats.find("rx_prio3_pause: ");
+    ASSERT_NE(at, std::string::npos);
+    stats.replace(at, stats.find('\n', at) - at, StrCat("rx_prio3_pause: ", 42 + round));
+    ASSERT_TRUE(WriteFileAtomic(dir / "ethtool/eth2/statistics", stats).ok());
+    clock.Advance(1'000'000);
+    HostSnapshot next = poller.Poll();
+    ASSERT_EQ(next.nics.size(), 2u);
+    EXPECT_EQ(next.nics[0].counters.at("cnp_sent"), 555 + round);
+    EXPECT_EQ(next.nics[0].counters.at("tx_bytes"), 4000 * round) << "port_xmit_data counts 4-byte words";
+    EXPECT_EQ(next.nics[0].per_prio.at("pfc_rx_pause_frames").at(3), 42 + round);
+  }
 }
 
 TEST(SnapshotToJson, HasTheDocumentedShape) {

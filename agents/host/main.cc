@@ -2,6 +2,7 @@
 // shipper and the poll loop; the logic lives in the modules.
 //
 //   Poll loop (io thread) -> TelemetryShipper queue -> collector stream
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -122,6 +123,12 @@ int main(int argc, char** argv) {
   }
   if (config.host_name().empty()) config.set_host_name(SystemHostName());
 
+  // Counter files stay open between polls (common/file_cache.h), about 30
+  // to 70 per RDMA port: lift the soft descriptor limit to the hard one.
+  if (rlimit limit{}; getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) LOG_WARN("hostd", "cannot raise the open file limit");
+  }
   const Clock& clock = SystemClock::Instance();
   FsRoot sysfs(config.sysfs_root());
   FsRoot proc(config.proc_root());

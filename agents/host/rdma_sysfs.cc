@@ -54,9 +54,10 @@ bool ParseStateNumber(std::string_view text, int* number) {
   return true;
 }
 
-std::vector<NicReading> RdmaSysfsReader::ReadAll(ReadHealth* health) const {
+std::vector<NicReading> RdmaSysfsReader::ReadAll(ReadHealth* health, int64_t now_us) {
+  files_.BeginPoll(now_us);
   std::vector<NicReading> nics;
-  auto devices = sysfs_.ListDir(kInfiniband);
+  auto devices = files_.ListDir(kInfiniband);
   if (!devices.ok()) {
     if (!absl::IsNotFound(devices.status())) {
       ++health->source_errors;
@@ -67,10 +68,10 @@ std::vector<NicReading> RdmaSysfsReader::ReadAll(ReadHealth* health) const {
   for (const std::string& device : *devices) {
     const std::string device_dir = StrCat(kInfiniband, "/", device);
     std::string netdev;
-    if (auto nets = sysfs_.ListDir(StrCat(device_dir, "/device/net")); nets.ok() &&
+    if (auto nets = files_.ListDir(StrCat(device_dir, "/device/net")); nets.ok() &&
                                                                              !nets->empty())
       netdev = nets->front();
-    auto ports = sysfs_.ListDir(StrCat(device_dir, "/ports"));
+    auto ports = files_.ListDir(StrCat(device_dir, "/ports"));
     if (!ports.ok()) {
       ++health->source_errors;
       LOG_WARN(kLog, "device ", device, ": ", ports.status().message());
@@ -94,12 +95,12 @@ std::vector<NicReading> RdmaSysfsReader::ReadAll(ReadHealth* health) const {
 }
 
 void RdmaSysfsReader::ReadPort(const std::string& port_dir, NicReading* nic,
-                               ReadHealth* health) const {
+                               ReadHealth* health) {
   // Reads one counter file. N/A and garbage are counted here; a missing
   // file is left to the caller, which may have a fallback file.
   enum class Read { kOk, kMissing, kCounted };
-  auto read_value = [&](const std::string& relative, uint64_t* value) {
-    auto text = sysfs_.ReadFile(relative);
+  auto read_value = [&](const std::string& dir, std::string_view name, uint64_t* value) {
+    auto text = files_.ReadFileIn(dir, name);
     if (!text.ok()) {
       if (absl::IsNotFound(text.status())) return Read::kMissing;
       ++health->skipped_values;  // EIO and friends: the firmware would not answer
@@ -110,26 +111,29 @@ void RdmaSysfsReader::ReadPort(const std::string& port_dir, NicReading* nic,
       case ValueParse::kNotAvailable: ++health->skipped_values; return Read::kCounted;
       case ValueParse::kGarbage:
         ++health->parse_errors;
-        LOG_DEBUG(kLog, relative, ": not a counter value");
+        LOG_DEBUG(kLog, dir, "/", name, ": not a counter value");
         return Read::kCounted;
     }
     return Read::kCounted;
   };
 
+  const std::string counters_dir = StrCat(port_dir, "/counters");
+  const std::string counters_ext_dir = StrCat(port_dir, "/counters_ext");
+  const std::string hw_counters_dir = StrCat(port_dir, "/hw_counters");
   for (const CounterDef& def : CountersOfScope(v1::SCOPE_NIC)) {
     uint64_t value = 0;
     Read result;
     if (def.source == CounterSource::kSysfsCounters) {
-      result = read_value(StrCat(port_dir, "/counters/", def.source_name), &value);
+      result = read_value(counters_dir, def.source_name, &value);
       // The 64-bit counters_ext file stands in when the PMA counter is
       // missing or unreadable.
       if (result != Read::kOk && !def.source_ext_name.empty()) {
-        const Read ext = read_value(StrCat(port_dir, "/counters_ext/", def.source_ext_name), &value);
+        const Read ext = read_value(counters_ext_dir, def.source_ext_name, &value);
         if (ext == Read::kOk) result = Read::kOk;
         else if (ext == Read::kCounted) result = Read::kCounted;
       }
     } else if (def.source == CounterSource::kSysfsHwCounters) {
-      result = read_value(StrCat(port_dir, "/hw_counters/", def.source_name), &value);
+      result = read_value(hw_counters_dir, def.source_name, &value);
     } else {
       continue;
     }
@@ -137,7 +141,7 @@ void RdmaSysfsReader::ReadPort(const std::string& port_dir, NicReading* nic,
     else if (result == Read::kMissing) ++health->skipped_values;
   }
 
-  if (auto rate = sysfs_.ReadFile(StrCat(port_dir, "/rate")); rate.ok()) {
+  if (auto rate = files_.ReadFileIn(port_dir, "rate"); rate.ok()) {
     uint64_t bps = 0;
     if (ParseRate(*rate, &bps)) nic->rate_bytes_per_second = bps;
     else ++health->parse_errors;
@@ -147,8 +151,8 @@ void RdmaSysfsReader::ReadPort(const std::string& port_dir, NicReading* nic,
   // IB port state 4 is ACTIVE; phys_state 5 is LinkUp. The link is up when
   // the physical layer is up, even while the logical state is still INIT.
   int phys = 0, state = 0;
-  auto phys_text = sysfs_.ReadFile(StrCat(port_dir, "/phys_state"));
-  auto state_text = sysfs_.ReadFile(StrCat(port_dir, "/state"));
+  auto phys_text = files_.ReadFileIn(port_dir, "phys_state");
+  auto state_text = files_.ReadFileIn(port_dir, "state");
   if (phys_text.ok() && ParseStateNumber(*phys_text, &phys)) {
     nic->link_up = phys == 5;
   } else if (state_text.ok() && ParseStateNumber(*state_text, &state)) {

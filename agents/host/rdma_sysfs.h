@@ -7,7 +7,8 @@
 //   class/infiniband/<dev>/device/net/<netdev>             (the Ethernet device)
 // Values become vocabulary names (common/counters.h). "N/A (no PMA)" and
 // missing files are skipped and counted, never turned into 0.
-// Stateless apart from the FsRoot; safe to use from one thread at a time.
+// Files stay open between polls (common/file_cache.h), so a poll is one
+// pread per counter. One thread at a time.
 
 #include <cstdint>
 #include <map>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/file_cache.h"
 #include "common/fs_root.h"
 
 namespace rocefab::hostd {
@@ -57,15 +59,18 @@ bool ParseStateNumber(std::string_view text, int* number);
 
 class RdmaSysfsReader final {
  public:
-  explicit RdmaSysfsReader(const FsRoot& sysfs_root) : sysfs_(sysfs_root) {}
+  explicit RdmaSysfsReader(const FsRoot& sysfs_root) : files_(sysfs_root) {}
 
   // One NicReading per (device, port). An absent class/infiniband is not an
-  // error (a host without RDMA devices): it yields no readings.
-  std::vector<NicReading> ReadAll(ReadHealth* health) const;
+  // error (a host without RDMA devices): it yields no readings. `now_us`
+  // paces the rediscovery of devices; 0 opens everything afresh.
+  std::vector<NicReading> ReadAll(ReadHealth* health, int64_t now_us = 0);
+
+  const FileCache& files() const { return files_; }
 
  private:
-  void ReadPort(const std::string& port_dir, NicReading* nic, ReadHealth* health) const;
-  const FsRoot& sysfs_;
+  void ReadPort(const std::string& port_dir, NicReading* nic, ReadHealth* health);
+  FileCache files_;
 };
 
 }  // namespace rocefab::hostd
