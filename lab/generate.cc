@@ -64,6 +64,8 @@ struct Healthy {
   std::vector<std::string> marking_ports;                 // switch egress ports that ECN-mark
   std::vector<std::string> job_nics, job_gpus;            // of running jobs
   std::vector<std::vector<std::string>> gpus_by_job;
+  std::map<std::string, double> step_s_by_gpu;  // the healthy iteration time of the GPU's job
+  std::map<std::string, double> compute_s_by_gpu;
 };
 
 absl::StatusOr<Healthy> Survey(std::shared_ptr<const Topology> topology, v1::Scenario scenario) {
@@ -74,9 +76,12 @@ absl::StatusOr<Healthy> Survey(std::shared_ptr<const Topology> topology, v1::Sce
   // Eight seconds of model time; the second half is what counts.
   const int steps = static_cast<int>(8 / scenario.tick_s());
   std::vector<double> util(m.channel_count(), 0), marked_before(m.ports().size(), 0);
+  std::vector<uint64_t> completed_before(m.jobs().size(), 0);
   for (int i = 0; i < steps; ++i) {
-    if (i == steps / 2)
+    if (i == steps / 2) {
       for (size_t p = 0; p < m.ports().size(); ++p) marked_before[p] = m.ports()[p].c.queue_ecn_marked;
+      for (size_t j = 0; j < m.jobs().size(); ++j) completed_before[j] = m.jobs()[j].completed;
+    }
     m.Step(scenario.tick_s(), nullptr);
     if (i >= steps / 2)
       for (size_t c = 0; c < util.size(); ++c) util[c] = std::max(util[c], m.ChannelUtilization(static_cast<int>(c)));
@@ -98,6 +103,13 @@ absl::StatusOr<Healthy> Survey(std::shared_ptr<const Topology> topology, v1::Sce
       const v1::TopoHost& th = topo.proto().hosts(host);
       for (const v1::TopoNic& nic : th.nics()) h.job_nics.push_back(StrCat(th.name(), "/", nic.name()));
       for (int g = 0; g < m.gpus_per_host(static_cast<int>(j)); ++g) gpus.push_back(StrCat(th.name(), "/gpu", g));
+    }
+    // Iterations of the second half: compute plus the collective.
+    const uint64_t done = m.jobs()[j].completed - completed_before[j];
+    const double measured_s = (steps - steps / 2) * scenario.tick_s();
+    for (const std::string& gpu : gpus) {
+      if (done > 0) h.step_s_by_gpu[gpu] = measured_s / static_cast<double>(done);
+      h.compute_s_by_gpu[gpu] = scenario.jobs(static_cast<int>(j)).compute_ms() / 1e3;
     }
     h.job_gpus.insert(h.job_gpus.end(), gpus.begin(), gpus.end());
     h.gpus_by_job.push_back(std::move(gpus));
@@ -209,7 +221,21 @@ bool DrawFault(Draw& d, const Topology& topo, const Healthy& h, double duration_
         f->set_flap_down_s(std::round(d.Uniform(1, 3) * 10) / 10);
         f->set_flap_up_s(std::round(d.Uniform(2, 6) * 10) / 10);
         break;
-      case v1::FAULT_KIND_STRAGGLER: f->set_slowdown(std::round(d.Uniform(0.1, 1.0) * 100) / 100); break;
+      case v1::FAULT_KIND_STRAGGLER: {
+        // The severity an operator sees: the job's slowdown, 5% to 30%
+        // (docs/diagnosis.md: stragglers down to a 5% job slowdown). The
+        // model delays the GPU's compute by `slowdown` of it each
+        // iteration, so that share is the job's slowdown times its healthy
+        // iteration over its compute time.
+        const double job_slowdown = d.Uniform(0.05, 0.3);
+        const auto step = h.step_s_by_gpu.find(f->target());
+        const double compute_s = h.compute_s_by_gpu.count(f->target()) ? h.compute_s_by_gpu.at(f->target()) : 0;
+        const double share = step != h.step_s_by_gpu.end() && compute_s > 0
+                                 ? job_slowdown * step->second / compute_s
+                                 : job_slowdown;
+        f->set_slowdown(std::round(share * 100) / 100);
+        break;
+      }
       default: break;
     }
     return true;
