@@ -380,6 +380,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // agent reports the queue's mark counter: a missing counter is not zero.)
   std::vector<Hit> origins;
   std::unordered_map<std::string, std::string> congestion_origin;  // device -> origin key
+  for (const auto& [device, deeps] : device_deep)
+    for (const Deep& d : deeps) deep_seen_us_[device] = std::max(deep_seen_us_[device], d.e->ts_us);
   for (auto& [device, deeps] : device_deep) {
     std::vector<const Deep*> unmarked;
     for (const Deep& d : deeps) {
@@ -428,6 +430,16 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         // A switch with a deep egress queue pauses because that queue cannot
         // drain, whatever holds it: it is never a storm's origin.
         if (worst == nullptr && !device_deep[device].empty()) explained = true;
+      }
+      // A pause share is averaged over the interval; a queue depth is read
+      // at its end. A queue that drained by the end of this interval was
+      // deep when the last one ended, and still explains the pauses it
+      // caused in between.
+      if (!explained) {
+        const auto seen = deep_seen_us_.find(device);
+        const int64_t interval = static_cast<int64_t>(IntervalUs(*p.e));
+        if (seen != deep_seen_us_.end() && seen->second >= p.e->ts_us - interval - interval / 2)
+          explained = true;
       }
       if (worst != nullptr) {
         explained = true;

@@ -213,6 +213,8 @@ class Detectors final {
   mutable std::unordered_map<std::string, size_t, KeyHash, std::equal_to<>> key_ids_;
   mutable std::map<std::string, std::vector<std::string>, std::less<>> lossless_keys_;
   std::unordered_map<std::string, EntityState> entities_;  // scope char + entity
+  // Switch -> time of its latest reading with a deep lossless egress queue.
+  std::unordered_map<std::string, int64_t> deep_seen_us_;
   std::string key_;  // reused by Observe
   std::map<std::string, JobState> jobs_;
   std::map<std::string, Tracked> active_;  // kind|entity

@@ -293,6 +293,39 @@ TEST_F(DetectorsTest, DeepQueueWithoutMarksIsEcnMisconfig) {
   EXPECT_EQ(Active("ecn_misconfig", "z1-ctsw01"), nullptr);
 }
 
+// Pause shares are averaged over the interval, queue depths read at its
+// end: the interval in which a congested queue drains still shows its
+// switch pausing the senders. That is not a storm; the same pauses long
+// after the queue drained are.
+TEST_F(DetectorsTest, PausesOfTheIntervalInWhichACongestedQueueDrainedAreNotAStorm) {
+  const std::string queue = "z1-rtsw01/Ethernet8", sender = "z1-rtsw01/Ethernet0";
+  fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_depth_bytes", 3'000'000, std::nullopt, 3);
+  fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_ecn_marked_packets", 0, std::nullopt, 3);
+  fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_tx_packets", 0, std::nullopt, 3);
+  int s = 0;
+  for (; s < 6; ++s) {
+    fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_tx_packets", 1'000'000, std::nullopt, 3);
+    fabric_.Add(v1::SCOPE_PORT, sender, "pfc_tx_pause_us", 400'000, 3);  // 40% of each second
+    Step(s);
+  }
+  EXPECT_NE(Active("ecn_misconfig", queue), nullptr);
+  // ECN comes back: the queue is empty at the next read, but the pauses of
+  // that second were already counted.
+  fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_depth_bytes", 0, std::nullopt, 3);
+  fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_tx_packets", 1'000'000, std::nullopt, 3);
+  fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_ecn_marked_packets", 10'000, std::nullopt, 3);
+  fabric_.Add(v1::SCOPE_PORT, sender, "pfc_tx_pause_us", 400'000, 3);
+  Step(s++);
+  for (; s < 12; ++s) Step(s);
+  EXPECT_EQ(Ever("pfc_storm", sender), nullptr);
+  // Pauses with no congested queue for many intervals: a storm.
+  for (; s < 16; ++s) {
+    fabric_.Add(v1::SCOPE_PORT, sender, "pfc_tx_pause_us", 400'000, 3);
+    Step(s);
+  }
+  EXPECT_NE(Active("pfc_storm", sender), nullptr);
+}
+
 TEST_F(DetectorsTest, LosslessDropsAndFullBuffers) {
   fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw02/Ethernet8", "queue_drops", 0, std::nullopt, 3);
   fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw02/Ethernet8", "queue_drops", 0, std::nullopt, 0);
