@@ -1,12 +1,10 @@
 #include "common/file_cache.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -20,11 +18,6 @@ constexpr uint32_t kDirEvents = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED
 
 // Longer than any file system's timestamp tick (jiffies at HZ=100 are 10 ms).
 constexpr int64_t kSettledNs = 100'000'000;
-
-absl::Status ErrnoStatus(std::string_view path, int err) {
-  if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(StrCat(path, ": missing"));
-  return absl::UnavailableError(StrCat(path, ": ", std::strerror(err)));
-}
 
 // The whole content of an open file from offset 0, or an errno.
 int ReadAt0(int fd, std::string* out) {
@@ -187,7 +180,7 @@ absl::StatusOr<std::string> FileCache::ReadFile(std::string_view relative) {
 absl::StatusOr<std::string> FileCache::ReadFileIn(std::string_view dir_relative, std::string_view name) {
   if (name.empty()) return root_.ReadFile(dir_relative);
   Dir& dir = Check(StripSlashes(dir_relative));
-  if (dir.stat_errno != 0) return ErrnoStatus(StrCat(dir.path, "/", name), dir.stat_errno);
+  if (dir.stat_errno != 0) return PathError(StrCat(dir.path, "/", name), dir.stat_errno);
   auto it = dir.files.find(name);
   if (it == dir.files.end()) {
     const std::string path = StrCat(dir.path, "/", name);
@@ -202,7 +195,7 @@ absl::StatusOr<std::string> FileCache::ReadFileIn(std::string_view dir_relative,
     }
     it = dir.files.emplace(std::string(name), file).first;
   }
-  if (it->second.fd < 0) return ErrnoStatus(StrCat(dir.path, "/", name), it->second.open_errno);
+  if (it->second.fd < 0) return PathError(StrCat(dir.path, "/", name), it->second.open_errno);
   std::string out;
   if (const int err = ReadAt0(it->second.fd, &out); err != 0) {
     const std::string path = StrCat(dir.path, "/", name);
@@ -213,26 +206,18 @@ absl::StatusOr<std::string> FileCache::ReadFileIn(std::string_view dir_relative,
       return absl::NotFoundError(StrCat(path, ": missing"));
     }
     // sysfs returns EIO/EINVAL for counters the firmware cannot read.
-    return ErrnoStatus(path, err);
+    return PathError(path, err);
   }
   return out;
 }
 
 absl::StatusOr<std::vector<std::string>> FileCache::ListDir(std::string_view relative) {
   Dir& dir = Check(StripSlashes(relative));
-  if (dir.stat_errno != 0) return ErrnoStatus(dir.path, dir.stat_errno);
+  if (dir.stat_errno != 0) return PathError(dir.path, dir.stat_errno);
   if (dir.listing) return *dir.listing;
-  DIR* handle = ::opendir(dir.path.c_str());
-  if (handle == nullptr) return ErrnoStatus(dir.path, errno);
-  std::vector<std::string> names;
-  while (dirent* entry = ::readdir(handle)) {
-    std::string_view name = entry->d_name;
-    if (name == "." || name == "..") continue;
-    names.emplace_back(name);
-  }
-  ::closedir(handle);
-  std::sort(names.begin(), names.end());
-  dir.listing = names;
+  auto names = ListDirectory(dir.path);
+  if (!names.ok()) return names.status();
+  dir.listing = *names;
   return names;
 }
 

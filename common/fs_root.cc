@@ -25,11 +25,7 @@ std::string FsRoot::Resolve(std::string_view relative) const {
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(StrCat(path, ": missing"));
-    return absl::UnavailableError(StrCat(path, ": ", std::strerror(err)));
-  }
+  if (fd < 0) return PathError(path, errno);
   std::string out;
   char buf[4096];
   for (;;) {
@@ -57,13 +53,17 @@ absl::StatusOr<std::string> FsRoot::ReadFile(std::string_view relative) const {
 }
 
 absl::StatusOr<std::vector<std::string>> FsRoot::ListDir(std::string_view relative) const {
-  std::string path = Resolve(relative);
+  return ListDirectory(Resolve(relative));
+}
+
+absl::Status PathError(std::string_view path, int err) {
+  if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(StrCat(path, ": missing"));
+  return absl::UnavailableError(StrCat(path, ": ", std::strerror(err)));
+}
+
+absl::StatusOr<std::vector<std::string>> ListDirectory(const std::string& path) {
   DIR* dir = ::opendir(path.c_str());
-  if (dir == nullptr) {
-    int err = errno;
-    if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(StrCat(path, ": missing"));
-    return absl::UnavailableError(StrCat(path, ": ", std::strerror(err)));
-  }
+  if (dir == nullptr) return PathError(path, errno);
   std::vector<std::string> names;
   while (dirent* entry = ::readdir(dir)) {
     std::string_view name = entry->d_name;

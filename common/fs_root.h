@@ -31,6 +31,14 @@ class FsRoot final {
   std::string root_;
 };
 
+// The status of a failed file operation on `path`: NotFound ("path:
+// missing") for ENOENT and ENOTDIR, Unavailable with strerror otherwise.
+absl::Status PathError(std::string_view path, int err);
+
+// Names of the entries of a directory by absolute path, sorted, without "."
+// and "..".
+absl::StatusOr<std::vector<std::string>> ListDirectory(const std::string& path);
+
 // Reads a whole file by absolute path (sysfs attributes are < 4 KiB; others
 // are read in chunks). NotFound when missing, Unavailable on other errors.
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
