@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <unordered_set>
 
 #include "common/daemon_setup.h"
 #include "common/stats.h"
@@ -51,6 +52,17 @@ std::string SizeBucket(const std::string& op, uint64_t bytes) {
   while ((bytes >> log2) > 1 && log2 < 63) ++log2;
   return StrCat(op, "/2^", log2);
 }
+
+// A congested lossless queue stays congested until it falls below this
+// share of deep_queue_bytes (hysteresis: a queue that ECN holds near the
+// threshold would otherwise enter and leave at every read).
+constexpr double kCongestedExitShare = 0.25;
+
+// Drops on a lossless queue while the switch's buffer pools stay below
+// this share of their size are a threshold setting, not exhaustion: a
+// shared-buffer switch gives one congested queue far more than this before
+// it must drop (a dynamic threshold of alpha 1 alone allows half the pool).
+constexpr double kThresholdDropFill = 0.5;
 
 constexpr const char* kLossCounters[] = {"out_of_sequence", "packet_seq_errors", "local_ack_timeouts",
                                          "retransmits"};
@@ -242,6 +254,17 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   };
   std::unordered_map<std::string, std::vector<Deep>> device_deep;
   std::unordered_map<std::string, double> port_rx;  // entity -> rx pause ratio
+  // Switches with a lossless egress queue congested (with hysteresis).
+  std::unordered_set<std::string> device_congested;
+  // Drops on lossless queues, judged once every pool has been read.
+  struct Drop {
+    const EntityState* e;
+    uint32_t q;
+    double drops, packets, depth;  // depth -1: not reported
+  };
+  std::vector<Drop> lossless_drops;
+  // Switch -> its fullest buffer pool's peak use, as a share of its size.
+  std::unordered_map<std::string, double> device_pool_fill;
   // Link speeds per device, for ports that came up slow before the
   // collector ever saw them fast.
   std::unordered_map<std::string, std::vector<double>> device_rates;
@@ -347,23 +370,32 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         const double packets = Delta(e, "queue_tx_packets" + at);
         const double marks = Delta(e, "queue_ecn_marked_packets" + at);
         const double drops = Delta(e, "queue_drops" + at);
+        if (depth != nullptr && q < 32) {
+          const uint32_t bit = 1u << q;
+          if (depth->value >= static_cast<double>(s_.deep_queue_bytes)) e.congested_prios |= bit;
+          else if (depth->value < kCongestedExitShare * static_cast<double>(s_.deep_queue_bytes))
+            e.congested_prios &= ~bit;
+          if (e.congested_prios & bit) device_congested.insert(EntityDevice(e.entity));
+        }
         if (depth != nullptr && depth->value >= static_cast<double>(s_.deep_queue_bytes) && packets > 0)
           device_deep[EntityDevice(e.entity)].push_back(
               {&e, depth->value, marks, packets, Find(e, "queue_ecn_marked_packets" + at) != nullptr});
-        if (drops >= static_cast<double>(s_.lossless_drop_min)) {
-          Hit h{"lossless_drops", e.entity, v1::SEVERITY_CRITICAL, std::min(1.0, drops / std::max(1.0, packets) * 1e3),
-                e.ts_us - static_cast<int64_t>(interval_us)};
-          h.evidence.push_back(Ev(e, "queue_drops", drops, drops / interval_s, StrCat("queue ", q)));
-          h.summary = StrCat(e.entity, " dropped ", Num(drops), " packets on lossless queue ", q,
-                             ": PFC is not protecting it");
-          hits->push_back(std::move(h));
-        }
+        if (drops >= static_cast<double>(s_.lossless_drop_min))
+          lossless_drops.push_back({&e, q, drops, packets, depth != nullptr ? depth->value : -1});
       }
       // Buffer pools: entities "<switch>/<pool>" without a queue label.
       if (const Reading* used = Find(e, "buffer_used_bytes")) {
         const Reading* size = Find(e, "buffer_size_bytes");
         const double pool = size != nullptr && size->value > 0 ? size->value
                                                                 : static_cast<double>(s_.buffer_pool_bytes);
+        if (pool > 0) {
+          // The fullest the pool was: its watermark since the last read
+          // where the agent reports one, else its occupancy now.
+          const Reading* mark = Find(e, "buffer_watermark_bytes");
+          const double peak = std::max(used->value, mark != nullptr ? mark->value : 0.0);
+          auto [it, fresh] = device_pool_fill.try_emplace(EntityDevice(e.entity), peak / pool);
+          if (!fresh) it->second = std::max(it->second, peak / pool);
+        }
         if (pool > 0 && used->value >= s_.buffer_high_ratio * pool) {
           Hit h{"buffer_high", e.entity, v1::SEVERITY_WARNING, used->value / pool,
                 e.ts_us - static_cast<int64_t>(interval_us)};
@@ -373,6 +405,62 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         }
       }
     }
+  }
+
+  // Drops on a lossless queue. PFC should pause the sender before the class
+  // drops. A queue that drops while its switch's shared buffer stays below
+  // half full, while PFC is on for its priority and no pause holds the
+  // port, dropped at a threshold far below what the buffer could give it:
+  // a queue or buffer threshold setting, not a lack of buffer. Otherwise
+  // (the buffer full, PFC off there, a storm the watchdog drops, or no pool
+  // reading) PFC is not protecting the class.
+  std::unordered_map<std::string, std::vector<const Drop*>> threshold_drops;  // by switch
+  for (const Drop& d : lossless_drops) {
+    const std::string device = EntityDevice(d.e->entity);
+    const auto fill = device_pool_fill.find(device);
+    bool pfc_known_off = false;
+    for (const v1::SwitchStatus& st : context.switch_status)
+      if (st.switch_name() == device && st.has_applied_qos() && !st.applied_qos().pfc_priorities().empty())
+        pfc_known_off = std::find(st.applied_qos().pfc_priorities().begin(), st.applied_qos().pfc_priorities().end(),
+                                  d.q) == st.applied_qos().pfc_priorities().end();
+    const auto rx = port_rx.find(d.e->entity);
+    const bool held = rx != port_rx.end() && rx->second >= s_.pause_ratio / 5;
+    if (fill != device_pool_fill.end() && fill->second < kThresholdDropFill && !pfc_known_off && !held) {
+      threshold_drops[device].push_back(&d);
+      continue;
+    }
+    const double interval_us = IntervalUs(*d.e);
+    Hit h{"lossless_drops", d.e->entity, v1::SEVERITY_CRITICAL, std::min(1.0, d.drops / std::max(1.0, d.packets) * 1e3),
+          d.e->ts_us - static_cast<int64_t>(interval_us)};
+    h.evidence.push_back(Ev(*d.e, "queue_drops", d.drops, d.drops / (interval_us / 1e6), StrCat("queue ", d.q)));
+    h.summary = StrCat(d.e->entity, " dropped ", Num(d.drops), " packets on lossless queue ", d.q,
+                       pfc_known_off ? ": PFC is not enabled on that priority" : ": PFC is not protecting it");
+    hits->push_back(std::move(h));
+  }
+  for (const auto& [device, drops] : threshold_drops) {
+    // Several queues of one switch: the switch's setting, not one queue's.
+    const std::string entity = drops.size() >= 2 ? device : drops[0]->e->entity;
+    const double fill = device_pool_fill.at(device);
+    double total = 0, packets = 0, deepest = -1;
+    Hit h{"buffer_threshold_drops", entity, v1::SEVERITY_CRITICAL, 0, 0};
+    for (const Drop* d : drops) {
+      const double interval_us = IntervalUs(*d->e);
+      const int64_t start = d->e->ts_us - static_cast<int64_t>(interval_us);
+      h.start_us = h.start_us == 0 ? start : std::min(h.start_us, start);
+      total += d->drops, packets += d->packets, deepest = std::max(deepest, d->depth);
+      h.evidence.push_back(Ev(*d->e, "queue_drops", d->drops, d->drops / (interval_us / 1e6),
+                              StrCat("lossless queue ", d->q,
+                                     d->depth >= 0 ? StrCat(", ", Num(d->depth), "B queued") : std::string())));
+    }
+    h.magnitude = std::min(1.0, total / std::max(1.0, packets) * 1e3);
+    for (const auto& [key, e] : entities_)
+      if (e.scope == v1::SCOPE_QUEUE && Fresh(e, now_us) && EntityDevice(e.entity) == device)
+        if (const Reading* used = Find(e, "buffer_used_bytes"))
+          h.evidence.push_back(Ev(e, "buffer_used_bytes", 0, used->value, "shared buffer pool"));
+    h.summary = StrCat(drops.size(), " lossless queue(s) on ", device, " dropped ", Num(total),
+                       " packets while its shared buffer was at most ", Pct(fill),
+                       " full and no pause held them: a queue drop threshold below what PFC and ECN need");
+    hits->push_back(std::move(h));
   }
 
   // ECN: a queue far beyond any marking threshold that marks nothing, and is
@@ -435,6 +523,10 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       // at its end. A queue that drained by the end of this interval was
       // deep when the last one ended, and still explains the pauses it
       // caused in between.
+      // A queue that was deep and has not drained below a quarter of that
+      // is still congested: a queue hovering around deep_queue_bytes does
+      // not turn its switch into a storm origin at each dip below it.
+      if (!explained && device_congested.count(device)) explained = true;
       if (!explained) {
         const auto seen = deep_seen_us_.find(device);
         const int64_t interval = static_cast<int64_t>(IntervalUs(*p.e));
@@ -531,13 +623,17 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   }
   for (Hit& o : origins) hits->push_back(std::move(o));
 
-  // Loss on NICs behind a bad link is that link's doing.
+  // Loss on NICs behind a bad link is that link's doing; with no bad link,
+  // a switch queue that drops.
   std::string link_cause;
   for (const Hit& h : *hits)
     if (h.kind == "link_errors" || h.kind == "link_flap" || h.kind == "link_down") {
       link_cause = StrCat(h.kind, "|", h.entity);
       break;
     }
+  for (const Hit& h : *hits)
+    if (link_cause.empty() && (h.kind == "buffer_threshold_drops" || h.kind == "lossless_drops"))
+      link_cause = StrCat(h.kind, "|", h.entity);
   if (!link_cause.empty())
     for (Hit& h : *hits)
       if (h.kind == "silent_loss") {
@@ -814,14 +910,18 @@ void Detectors::Track(int64_t now_us, std::vector<Hit> hits) {
         *into = ev;
         continue;
       }
+      // A counter's note describes its peak reading (a queue's depth when
+      // it dropped fastest), not whichever read came last.
+      bool describes = true;
       if (IsLevelEvidence(ev.counter())) {
         into->set_total(ev.total());
         into->set_peak_rate(ev.peak_rate());
       } else {
+        describes = ev.peak_rate() >= into->peak_rate();
         into->set_total(into->total() + ev.total());
         into->set_peak_rate(std::max(into->peak_rate(), ev.peak_rate()));
       }
-      if (!ev.note().empty()) into->set_note(ev.note());
+      if (!ev.note().empty() && (describes || into->note().empty())) into->set_note(ev.note());
     }
     if (h.severity > a.severity()) a.set_severity(h.severity);
     a.set_magnitude(std::max(a.magnitude(), h.magnitude));

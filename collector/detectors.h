@@ -124,6 +124,9 @@ class Detectors final {
     mutable std::vector<const Reading*> memo;
     mutable int64_t memo_ts = -1;
     double max_rate = 0;         // highest link speed seen
+    // Lossless queues (bit per priority) that reached deep_queue_bytes and
+    // have not yet fallen below a quarter of it: congested, with hysteresis.
+    uint32_t congested_prios = 0;
     std::deque<int64_t> downs;   // when the link went down
   };
   struct CollRecord {

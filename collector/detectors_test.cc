@@ -326,6 +326,37 @@ TEST_F(DetectorsTest, PausesOfTheIntervalInWhichACongestedQueueDrainedAreNotASto
   EXPECT_NE(Active("pfc_storm", sender), nullptr);
 }
 
+TEST_F(DetectorsTest, AQueueHoveringAroundTheDeepThresholdKeepsItsSwitchOutOfStormOrigins) {
+  const std::string queue = "z1-rtsw01/Ethernet8", sender = "z1-rtsw01/Ethernet0";
+  fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_depth_bytes", 0, std::nullopt, 3);
+  fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_ecn_marked_packets", 0, std::nullopt, 3);
+  fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_tx_packets", 0, std::nullopt, 3);
+  int s = 0;
+  // ECN marks and holds the queue near 1 MB: above it at one read, just
+  // below at the next. The switch pauses its senders throughout.
+  for (; s < 12; ++s) {
+    fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_depth_bytes", s % 2 == 1 ? 1'100'000 : 700'000, std::nullopt, 3);
+    fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_tx_packets", 1'000'000, std::nullopt, 3);
+    fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_ecn_marked_packets", 20'000, std::nullopt, 3);
+    fabric_.Add(v1::SCOPE_PORT, sender, "pfc_tx_pause_us", 400'000, 3);
+    Step(s);
+  }
+  if (const auto* a = Ever("pfc_storm", sender)) ADD_FAILURE() << a->ShortDebugString();
+  // Its pauses are a consequence of the congested queue.
+  const auto* pause = Active("pfc_pause", sender);
+  ASSERT_NE(pause, nullptr);
+  EXPECT_NE(pause->caused_by(), 0u) << pause->ShortDebugString();
+  // The queue drains well below the threshold and the pauses go on: the
+  // switch itself is the origin.
+  for (; s < 18; ++s) {
+    fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_depth_bytes", 100'000, std::nullopt, 3);
+    fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_tx_packets", 1'000'000, std::nullopt, 3);
+    fabric_.Add(v1::SCOPE_PORT, sender, "pfc_tx_pause_us", 400'000, 3);
+    Step(s);
+  }
+  EXPECT_NE(Active("pfc_storm", sender), nullptr);
+}
+
 TEST_F(DetectorsTest, LosslessDropsAndFullBuffers) {
   fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw02/Ethernet8", "queue_drops", 0, std::nullopt, 3);
   fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw02/Ethernet8", "queue_drops", 0, std::nullopt, 0);
@@ -340,6 +371,68 @@ TEST_F(DetectorsTest, LosslessDropsAndFullBuffers) {
   Step(4);
   EXPECT_NE(Active("lossless_drops", "z1-rtsw02/Ethernet8"), nullptr);
   EXPECT_NE(Active("buffer_high", "z1-rtsw02/ingress_lossless_pool"), nullptr);
+}
+
+TEST_F(DetectorsTest, LosslessDropsWithTheBufferMostlyEmptyAreAThresholdSetting) {
+  const std::string pool = "z1-ctsw01/ingress_lossless_pool";
+  for (const char* q : {"z1-ctsw01/Ethernet8", "z1-ctsw01/Ethernet12"}) {
+    fabric_.Set(v1::SCOPE_QUEUE, q, "queue_drops", 0, std::nullopt, 3);
+    fabric_.Set(v1::SCOPE_QUEUE, q, "queue_tx_packets", 0, std::nullopt, 3);
+  }
+  fabric_.Set(v1::SCOPE_QUEUE, pool, "buffer_used_bytes", 2'000'000);
+  fabric_.Set(v1::SCOPE_QUEUE, pool, "buffer_size_bytes", 32'000'000);
+  for (int s = 0; s < 3; ++s) Step(s);
+  fabric_.Add(v1::SCOPE_QUEUE, "z1-ctsw01/Ethernet8", "queue_drops", 300, std::nullopt, 3);
+  fabric_.Add(v1::SCOPE_QUEUE, "z1-ctsw01/Ethernet8", "queue_tx_packets", 100'000, std::nullopt, 3);
+  Step(3);
+  const auto* one = Active("buffer_threshold_drops", "z1-ctsw01/Ethernet8");
+  ASSERT_NE(one, nullptr) << "one queue drops at 6% of the pool";
+  EXPECT_EQ(Count("lossless_drops"), 0);
+  EXPECT_NE(one->summary().find("6%"), std::string::npos) << one->summary();
+  // A second queue of the same switch: the switch's setting.
+  for (int s = 4; s < 6; ++s) {
+    for (const char* q : {"z1-ctsw01/Ethernet8", "z1-ctsw01/Ethernet12"}) {
+      fabric_.Add(v1::SCOPE_QUEUE, q, "queue_drops", 300, std::nullopt, 3);
+      fabric_.Add(v1::SCOPE_QUEUE, q, "queue_tx_packets", 100'000, std::nullopt, 3);
+      fabric_.Set(v1::SCOPE_QUEUE, q, "queue_depth_bytes", 400'000, std::nullopt, 3);
+    }
+    Step(s);
+  }
+  EXPECT_NE(Active("buffer_threshold_drops", "z1-ctsw01"), nullptr);
+  // A last, slower interval read once the queue had grown again (the
+  // threshold restored mid-interval): the evidence still describes the
+  // queue when it dropped fastest.
+  for (const char* q : {"z1-ctsw01/Ethernet8", "z1-ctsw01/Ethernet12"}) {
+    fabric_.Add(v1::SCOPE_QUEUE, q, "queue_drops", 100, std::nullopt, 3);
+    fabric_.Set(v1::SCOPE_QUEUE, q, "queue_depth_bytes", 1'500'000, std::nullopt, 3);
+  }
+  Step(6);
+  const auto* both = Active("buffer_threshold_drops", "z1-ctsw01");
+  ASSERT_NE(both, nullptr);
+  for (const auto& ev : both->evidence())
+    if (ev.counter() == "queue_drops") {
+      EXPECT_NE(ev.note().find("400"), std::string::npos) << ev.entity() << ": " << ev.note();
+      EXPECT_EQ(ev.total(), 700) << ev.entity();
+    }
+  // The same drops with the pool nearly full: the buffer ran out.
+  fabric_.Set(v1::SCOPE_QUEUE, pool, "buffer_used_bytes", 30'000'000);
+  fabric_.Add(v1::SCOPE_QUEUE, "z1-ctsw01/Ethernet8", "queue_drops", 300, std::nullopt, 3);
+  Step(7);
+  EXPECT_NE(Active("lossless_drops", "z1-ctsw01/Ethernet8"), nullptr);
+}
+
+TEST_F(DetectorsTest, DropsOfAQueueHeldByPausesAreNotAThresholdSetting) {
+  const std::string queue = "z1-rtsw01/Ethernet0";
+  fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_drops", 0, std::nullopt, 3);
+  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_used_bytes", 0);
+  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_size_bytes", 32'000'000);
+  for (int s = 0; s < 3; ++s) Step(s);
+  // The watchdog drops the queue that a storming peer keeps paused.
+  fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_drops", 5'000, std::nullopt, 3);
+  fabric_.Add(v1::SCOPE_PORT, queue, "pfc_rx_pause_us", 800'000, 3);
+  Step(3);
+  EXPECT_EQ(Count("buffer_threshold_drops"), 0);
+  EXPECT_NE(Active("lossless_drops", queue), nullptr);
 }
 
 // Collective records of one job: `n` ranks on two hosts, seq `seq`.
