@@ -156,6 +156,9 @@ absl::Status FabricModel::CheckFaultTarget(const v1::FaultSpec& fault) const {
       if (fault.kind() == v1::FAULT_KIND_LOSSY_LINK && (fault.drop_rate() < 0 || fault.drop_rate() >= 1))
         return bad("drop_rate must be in [0, 1)");
       return absl::OkStatus();
+    case v1::FAULT_KIND_BUFFER_THRESHOLD:
+      if (!switch_index_.count(t)) return bad("must be a switch");
+      return absl::OkStatus();
     case v1::FAULT_KIND_ECN_MISCONFIG:
       if (switch_index_.count(t)) return absl::OkStatus();
       if (auto it = port_index_.find(t); it != port_index_.end() && ports_[it->second].sw >= 0)
@@ -588,6 +591,7 @@ void FabricModel::ApplyFaults() {
     ch.drop_rate = 0;
     ch.stuck = false;
     ch.storm_fraction = 0;
+    ch.queue_limit = 0;
   }
   for (Job& job : jobs_) {
     job.straggler_rank = -1;
@@ -641,6 +645,11 @@ void FabricModel::ApplyFaults() {
           channels_[ports_[port].out_channel].ecn_ok = false;
         }
         break;
+      case v1::FAULT_KIND_BUFFER_THRESHOLD: {
+        const double limit = spec.queue_limit_bytes() > 0 ? static_cast<double>(spec.queue_limit_bytes()) : 100e3;
+        for (int ch : sw_out_[switch_index_.at(spec.target())]) channels_[ch].queue_limit = limit;
+        break;
+      }
       case v1::FAULT_KIND_STRAGGLER: {
         std::string_view host, gpu;
         SplitPortName(spec.target(), &host, &gpu);
@@ -732,8 +741,10 @@ void FabricModel::ComputeRates() {
       }
     for (size_t i = 0; i < channels_.size(); ++i) {
       const SwitchQos* q = SenderQos(channels_[i]);
+      // A queue that tail-drops below Kmin never grows deep enough to mark.
+      const bool limited = channels_[i].queue_limit > 0 && q != nullptr && channels_[i].queue_limit <= q->kmin_bytes;
       marks[i] = q != nullptr && channels_[i].ecn_ok && q->ecn && q->kmin_bytes < k_.xoff_bytes &&
-                 dcqcn_load[i] >= 0.5 * all_load[i];
+                 dcqcn_load[i] >= 0.5 * all_load[i] && !limited;
     }
   }
   // What each sender does with its receiver's pause requests: a NIC always
@@ -810,6 +821,22 @@ void FabricModel::ComputeRates() {
         drop[i] = std::max(drop[i], f);
         f = 0;
       }
+      if (ch.queue_limit > 0 && u > 1) {
+        // The depth the queue needs to hold the excess: ECN's marking band
+        // while DCQCN holds it, else XOFF. A drop threshold below that
+        // tail-drops, and the queue never reaches XOFF to pause. Below
+        // Kmin nothing marks and the whole excess is lost; inside the band
+        // DCQCN still slows the senders, less the lower the limit.
+        const bool ecn_holding = cap > 0 && paused[i] <= 0.01 && marks[i] && u <= ecn_holds;
+        const double needed = ecn_holding ? q.kmin_bytes + (q.kmax_bytes - q.kmin_bytes) * std::min(1.0, u - 1)
+                                          : k_.xoff_bytes;
+        if (needed > ch.queue_limit) {
+          const double lost = ecn_holding ? std::min(1.0, (needed - ch.queue_limit) / std::max(1.0, needed - q.kmin_bytes))
+                                          : 1.0;
+          drop[i] = std::max(drop[i], (1 - 1 / u) * lost);
+          f = 0;
+        }
+      }
       pause_from[i] = f;
     }
     for (const Flow& f : flows_)
@@ -867,6 +894,7 @@ void FabricModel::ComputeRates() {
     } else {
       ch.queue = std::min(q->kmin_bytes, k_.ecn_kmin_bytes) * 0.5 * std::pow(u, 6);
     }
+    if (ch.queue_limit > 0) ch.queue = std::min(ch.queue, ch.queue_limit);
   }
 }
 

@@ -202,6 +202,7 @@ class FabricModel final {
     double storm_fraction = 0;  // share of time it holds the pause
     double request = 0;         // pause its receiver asks for, this tick
     double congestion_drop = 0;  // share its sender's queue drops, this tick
+    double queue_limit = 0;      // bytes its sender's queue tail-drops at; 0 = the buffer's
     // The sender's PFC watchdog on this queue.
     double wd_paused_s = 0, wd_calm_s = 0;
     bool wd_stormed = false;

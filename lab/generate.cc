@@ -66,6 +66,7 @@ struct Healthy {
   std::vector<std::vector<std::string>> gpus_by_job;
   std::map<std::string, double> step_s_by_gpu;  // the healthy iteration time of the GPU's job
   std::map<std::string, double> compute_s_by_gpu;
+  std::map<std::string, double> deepest_queue_by_switch;  // bytes, its deepest egress queue
 };
 
 absl::StatusOr<Healthy> Survey(std::shared_ptr<const Topology> topology, v1::Scenario scenario) {
@@ -77,16 +78,24 @@ absl::StatusOr<Healthy> Survey(std::shared_ptr<const Topology> topology, v1::Sce
   const int steps = static_cast<int>(8 / scenario.tick_s());
   std::vector<double> util(m.channel_count(), 0), marked_before(m.ports().size(), 0);
   std::vector<uint64_t> completed_before(m.jobs().size(), 0);
+  std::map<std::string, double> deepest_queue;
   for (int i = 0; i < steps; ++i) {
     if (i == steps / 2) {
       for (size_t p = 0; p < m.ports().size(); ++p) marked_before[p] = m.ports()[p].c.queue_ecn_marked;
       for (size_t j = 0; j < m.jobs().size(); ++j) completed_before[j] = m.jobs()[j].completed;
     }
     m.Step(scenario.tick_s(), nullptr);
-    if (i >= steps / 2)
+    if (i >= steps / 2) {
       for (size_t c = 0; c < util.size(); ++c) util[c] = std::max(util[c], m.ChannelUtilization(static_cast<int>(c)));
+      for (const PortState& port : m.ports())
+        if (port.sw >= 0) {
+          double& deepest = deepest_queue[port.device];
+          deepest = std::max(deepest, port.c.queue_depth_bytes);
+        }
+    }
   }
   Healthy h;
+  h.deepest_queue_by_switch = std::move(deepest_queue);
   const Topology& topo = *topology;
   for (int link = 0; link < topo.proto().links_size(); ++link) {
     const size_t a = 2 * static_cast<size_t>(link), b = a + 1;
@@ -167,7 +176,7 @@ bool DrawFault(Draw& d, const Topology& topo, const Healthy& h, double duration_
   static const std::vector<v1::FaultKind> kKinds = {
       v1::FAULT_KIND_PFC_STORM,       v1::FAULT_KIND_LINK_FLAP,      v1::FAULT_KIND_LOSSY_LINK,
       v1::FAULT_KIND_DEGRADED_LINK,   v1::FAULT_KIND_ECN_MISCONFIG, v1::FAULT_KIND_STRAGGLER,
-      v1::FAULT_KIND_NIC_DOWN};
+      v1::FAULT_KIND_NIC_DOWN,        v1::FAULT_KIND_BUFFER_THRESHOLD};
   for (int attempt = 0; attempt < 20; ++attempt) {
     f->Clear();
     f->set_kind(d.Pick(kKinds));
@@ -194,6 +203,13 @@ bool DrawFault(Draw& d, const Topology& topo, const Healthy& h, double duration_
         }
         break;
       }
+      case v1::FAULT_KIND_BUFFER_THRESHOLD: {
+        // A switch whose queues hold traffic: one that ECN-marks when healthy.
+        std::set<std::string> switches;
+        for (const std::string& p : h.marking_ports) switches.insert(EntityDevice(p));
+        candidates.assign(switches.begin(), switches.end());
+        break;
+      }
       case v1::FAULT_KIND_ECN_MISCONFIG:
         if (d.Chance(0.5)) {
           candidates = h.marking_ports;
@@ -216,6 +232,16 @@ bool DrawFault(Draw& d, const Topology& topo, const Healthy& h, double duration_
     switch (f->kind()) {
       case v1::FAULT_KIND_PFC_STORM: f->set_pause_fraction(std::round(d.Uniform(0.3, 1.0) * 100) / 100); break;
       case v1::FAULT_KIND_LOSSY_LINK: f->set_drop_rate(d.LogUniform(1e-4, 1e-2)); break;
+      case v1::FAULT_KIND_BUFFER_THRESHOLD: {
+        // A limit below the depth the switch's busiest queue reaches when
+        // healthy, so that it bites: from a tenth of it (below ECN's Kmin
+        // nothing marks and the whole excess is lost) to most of it (DCQCN
+        // still slows the senders and only part of the excess is lost).
+        const auto deepest = h.deepest_queue_by_switch.find(f->target());
+        const double depth = deepest != h.deepest_queue_by_switch.end() ? deepest->second : 150e3;
+        f->set_queue_limit_bytes(std::max<uint64_t>(10'000, static_cast<uint64_t>(std::round(depth * d.Uniform(0.1, 0.8) / 1e3)) * 1000));
+        break;
+      }
       case v1::FAULT_KIND_DEGRADED_LINK: f->set_speed_gbps(static_cast<uint32_t>(d.Pick<int>({25, 50, 100, 200}))); break;
       case v1::FAULT_KIND_LINK_FLAP:
         f->set_flap_down_s(std::round(d.Uniform(1, 3) * 10) / 10);

@@ -49,6 +49,7 @@ bool FindingFitsFault(const std::string& fault_kind, const std::string& finding_
       {"ecn_misconfig", {"ecn_misconfig"}},
       {"straggler", {"straggler"}},
       {"nic_down", {"link_down"}},
+      {"buffer_threshold", {"buffer_threshold_drops"}},
   };
   auto it = kFits.find(fault_kind);
   return it != kFits.end() && it->second.count(finding_kind) > 0;
