@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <unordered_set>
 
+#include "absl/strings/str_join.h"
 #include "common/daemon_setup.h"
 #include "common/stats.h"
 #include "common/strings.h"
@@ -63,6 +64,21 @@ constexpr double kCongestedExitShare = 0.25;
 // shared-buffer switch gives one congested queue far more than this before
 // it must drop (a dynamic threshold of alpha 1 alone allows half the pool).
 constexpr double kThresholdDropFill = 0.5;
+
+// ECMP imbalance: a congested uplink (its lossless queue marks ECN or is
+// deep) is a collision, not a lack of capacity, when it carries at least
+// this many times the mean of its switch's uplinks: spread evenly, the same
+// traffic would take a third off it. Rates are averaged over the poll
+// interval, so a bursty collective's saturated uplink reads far below line
+// rate: the ratio and the queue tell, not the absolute rate.
+constexpr double kUplinkImbalance = 1.5;
+
+// "2.3x"
+std::string Ratio(double r) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1fx", r);
+  return buf;
+}
 
 constexpr const char* kLossCounters[] = {"out_of_sequence", "packet_seq_errors", "local_ack_timeouts",
                                          "retransmits"};
@@ -265,6 +281,16 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   std::vector<Drop> lossless_drops;
   // Switch -> its fullest buffer pool's peak use, as a share of its size.
   std::unordered_map<std::string, double> device_pool_fill;
+  // Switch -> its uplinks (ports facing a higher tier) and the share of
+  // line rate each sent in the interval.
+  struct Uplink {
+    const EntityState* e;
+    double util;
+  };
+  std::unordered_map<std::string, std::vector<Uplink>> device_uplinks;
+  // Egress queues that were congested in the interval: a lossless queue
+  // that marked ECN, or is deep.
+  std::unordered_set<std::string> queue_congested;
   // Link speeds per device, for ports that came up slow before the
   // collector ever saw them fast.
   std::unordered_map<std::string, std::vector<double>> device_rates;
@@ -327,6 +353,14 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           hits->push_back(std::move(h));
         }
       }
+      if (e.scope == v1::SCOPE_PORT && topo != nullptr && !is_down)
+        if (const Reading* rate = Find(e, "rate_bytes_per_second"); rate != nullptr && rate->value > 0)
+          if (const int link_id = topo->LinkOfPort(e.entity); link_id >= 0) {
+            const std::string device = EntityDevice(e.entity);
+            const int tier = TierOf(topo, device), peer_tier = TierOf(topo, EntityDevice(topo->PeerOf(link_id, e.entity)));
+            if (tier >= 1 && peer_tier > tier && peer_tier < 9)
+              device_uplinks[device].push_back({&e, Delta(e, "tx_bytes") / interval_s / rate->value});
+          }
       double errors = 0;
       std::vector<v1::Evidence> error_ev;
       static constexpr const char* kNicErrors[] = {"symbol_errors", "rx_icrc_errors"};
@@ -370,6 +404,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         const double packets = Delta(e, "queue_tx_packets" + at);
         const double marks = Delta(e, "queue_ecn_marked_packets" + at);
         const double drops = Delta(e, "queue_drops" + at);
+        if (marks > 0 || (depth != nullptr && depth->value >= static_cast<double>(s_.deep_queue_bytes)))
+          queue_congested.insert(e.entity);
         if (depth != nullptr && q < 32) {
           const uint32_t bit = 1u << q;
           if (depth->value >= static_cast<double>(s_.deep_queue_bytes)) e.congested_prios |= bit;
@@ -404,6 +440,64 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           hits->push_back(std::move(h));
         }
       }
+    }
+  }
+
+  // ECMP imbalance: a switch whose busiest uplink is saturated while its
+  // uplinks on average are far below it. Flows collided on some uplinks
+  // while others had room: the hash, not the capacity, limits them. Not
+  // judged where a link of the switch or of a switch its uplinks reach is
+  // faulty (routing around a bad link moves load legitimately).
+  struct Imbalance {
+    std::string key;                       // the hit's
+    std::unordered_set<std::string> hot;  // its saturated uplinks
+  };
+  std::unordered_map<std::string, Imbalance> device_imbalance;
+  {
+    std::unordered_set<std::string> link_faulted;
+    for (const Hit& h : *hits)
+      if (h.kind == "link_down" || h.kind == "link_flap" || h.kind == "link_degraded" || h.kind == "link_errors") {
+        link_faulted.insert(EntityDevice(h.entity));
+        if (topo != nullptr)
+          if (const int l = topo->LinkOfPort(h.entity); l >= 0) link_faulted.insert(EntityDevice(topo->PeerOf(l, h.entity)));
+      }
+    for (auto& [device, ups] : device_uplinks) {
+      if (ups.size() < 2 || link_faulted.count(device)) continue;
+      std::sort(ups.begin(), ups.end(), [](const Uplink& a, const Uplink& b) { return a.util > b.util; });
+      const Uplink* hottest = &ups.front();
+      const Uplink* coldest = &ups.back();
+      bool near_fault = false;
+      double sum = 0;
+      for (const Uplink& u : ups) {
+        sum += u.util;
+        if (const int l = topo->LinkOfPort(u.e->entity); l >= 0)
+          near_fault |= link_faulted.count(EntityDevice(topo->PeerOf(l, u.e->entity))) > 0;
+      }
+      const double mean = sum / static_cast<double>(ups.size());
+      if (near_fault || mean <= 0 || !queue_congested.count(hottest->e->entity) ||
+          hottest->util < kUplinkImbalance * mean)
+        continue;
+      const double interval_us = IntervalUs(*hottest->e);
+      Hit h{"ecmp_imbalance", device, v1::SEVERITY_INFO, std::min(1.0, (hottest->util / mean - 1) / 2),
+            hottest->e->ts_us - static_cast<int64_t>(interval_us)};
+      std::vector<std::string> hot;
+      Imbalance& im = device_imbalance[device];
+      for (const Uplink& u : ups) {
+        if (u.util < kUplinkImbalance * mean) break;
+        if (!queue_congested.count(u.e->entity)) continue;
+        hot.push_back(u.e->entity.substr(device.size() + 1));
+        im.hot.insert(u.e->entity);
+        const double bytes = Delta(*u.e, "tx_bytes");
+        h.evidence.push_back(Ev(*u.e, "tx_bytes", bytes, bytes / (interval_us / 1e6),
+                                StrCat("congested uplink at ", Ratio(u.util / mean), " the mean of the switch's uplinks")));
+      }
+      h.summary = StrCat("flows collide on ", hot.size(), " of ", ups.size(), " uplinks of ", device, " (",
+                         absl::StrJoin(hot, ", "), " congested, the busiest at ", Ratio(hottest->util / mean),
+                         " the mean uplink load, the least loaded ", coldest->e->entity.substr(device.size() + 1),
+                         " at ", Ratio(coldest->util / mean), ") while no link is faulty: ECMP placed the traffic "
+                         "unevenly");
+      im.key = StrCat(h.kind, "|", h.entity);
+      hits->push_back(std::move(h));
     }
   }
 
@@ -535,7 +629,12 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       }
       if (worst != nullptr) {
         explained = true;
-        if (!congestion_origin.count(device)) {
+        if (auto im = device_imbalance.find(device);
+            im != device_imbalance.end() && im->second.hot.count(worst->e->entity) && !congestion_origin.count(device)) {
+          // The deep queue is a saturated uplink of a switch whose uplinks
+          // collide: the collision is the origin of its pauses.
+          congestion_origin[device] = im->second.key;
+        } else if (!congestion_origin.count(device)) {
           // Marking, but DCQCN cannot hold it: congestion beyond ECN's reach.
           Hit h{"ecn_hotspot", worst->e->entity, v1::SEVERITY_WARNING,
                 std::min(1.0, worst->depth / (4.0 * static_cast<double>(s_.deep_queue_bytes))),

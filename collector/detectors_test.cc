@@ -435,6 +435,112 @@ TEST_F(DetectorsTest, DropsOfAQueueHeldByPausesAreNotAThresholdSetting) {
   EXPECT_NE(Active("lossless_drops", queue), nullptr);
 }
 
+// A rack switch with four uplinks, one to each of four CTSWs.
+const char* kFourUplinks = R"yaml(
+switches:
+  - {name: z1-rtsw01, role: rtsw, zone: z1}
+  - {name: z1-ctsw01, role: ctsw, zone: z1}
+  - {name: z1-ctsw02, role: ctsw, zone: z1}
+  - {name: z1-ctsw03, role: ctsw, zone: z1}
+  - {name: z1-ctsw04, role: ctsw, zone: z1}
+hosts:
+  - {name: z1-r01-h1, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.1}]}
+links:
+  - {a: z1-r01-h1/mlx5_0, b: z1-rtsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet8, b: z1-ctsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet12, b: z1-ctsw02/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet16, b: z1-ctsw03/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet20, b: z1-ctsw04/Ethernet0, speed_gbps: 400}
+)yaml";
+
+class EcmpImbalanceTest : public ::testing::Test {
+ protected:
+  static constexpr const char* kUplinks[] = {"z1-rtsw01/Ethernet8", "z1-rtsw01/Ethernet12", "z1-rtsw01/Ethernet16",
+                                             "z1-rtsw01/Ethernet20"};
+  void SetUp() override {
+    auto topo = Topology::FromYaml(kFourUplinks, "test");
+    ASSERT_TRUE(topo.ok()) << topo.status();
+    context_.topology = *topo;
+    for (const char* port : kUplinks) {
+      fabric_.Set(v1::SCOPE_PORT, port, "link_up", 1);
+      fabric_.Set(v1::SCOPE_PORT, port, "rate_bytes_per_second", 50'000'000'000);
+      fabric_.Set(v1::SCOPE_PORT, port, "tx_bytes", 0);
+      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_tx_packets", 0, std::nullopt, 3);
+      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_ecn_marked_packets", 0, std::nullopt, 3);
+    }
+  }
+  // Seconds [from, to) with each uplink sending `share` of its 50 GB/s; the
+  // uplinks in `marking` mark 1% of their packets (their queue is above
+  // ECN's Kmin).
+  void Run(int from, int to, const std::vector<double>& shares, const std::set<int>& marking) {
+    for (int s = from; s < to; ++s) {
+      for (size_t i = 0; i < shares.size(); ++i) {
+        const auto bytes = static_cast<uint64_t>(shares[i] * 50e9);
+        fabric_.Add(v1::SCOPE_PORT, kUplinks[i], "tx_bytes", bytes);
+        fabric_.Add(v1::SCOPE_QUEUE, kUplinks[i], "queue_tx_packets", bytes / 4096, std::nullopt, 3);
+        if (marking.count(static_cast<int>(i)))
+          fabric_.Add(v1::SCOPE_QUEUE, kUplinks[i], "queue_ecn_marked_packets", bytes / 4096 / 100, std::nullopt, 3);
+      }
+      detectors_.Observe(fabric_.Poll(kT0 + s * kSecond));
+      for (const auto& a : detectors_.Evaluate(kT0 + s * kSecond + 100'000, context_)) all_[a.id()] = a;
+    }
+  }
+  const v1::Anomaly* Active(const std::string& kind) {
+    for (const auto& [id, a] : all_)
+      if (a.kind() == kind && a.end_us() == 0) return &all_[id];
+    return nullptr;
+  }
+  FakeFabric fabric_;
+  Detectors detectors_{DetectorSettings{}};
+  FabricContext context_;
+  std::map<uint64_t, v1::Anomaly> all_;
+};
+
+TEST_F(EcmpImbalanceTest, CongestedUplinksFarAboveTheirSiblingsAreACollision) {
+  Run(0, 4, {1.0, 0.98, 0.1, 0.12}, {0, 1});
+  const auto* a = Active("ecmp_imbalance");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->entity(), "z1-rtsw01");
+  EXPECT_NE(a->summary().find("Ethernet8, Ethernet12"), std::string::npos) << a->summary();
+  std::set<std::string> named;
+  for (const auto& ev : a->evidence()) named.insert(ev.entity());
+  EXPECT_EQ(named, (std::set<std::string>{"z1-rtsw01/Ethernet8", "z1-rtsw01/Ethernet12"})) << "the congested uplinks";
+  EXPECT_NE(a->summary().find("least loaded Ethernet16 at 0.2x"), std::string::npos) << a->summary();
+  // Spread evenly again (E-ECMP, more QPs): the finding clears.
+  Run(4, 10, {0.55, 0.55, 0.55, 0.55}, {});
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
+}
+
+TEST_F(EcmpImbalanceTest, ABurstyCollectiveCollidesFarBelowLineRateOnAverage) {
+  // Communication phases between compute: the interval's mean rate is a
+  // tenth of line rate, yet the busy uplinks queue and mark.
+  Run(0, 4, {0.11, 0.1, 0.01, 0.02}, {0, 1});
+  EXPECT_NE(Active("ecmp_imbalance"), nullptr);
+}
+
+TEST_F(EcmpImbalanceTest, UplinksAllNearLineRateAreALackOfCapacityNotACollision) {
+  Run(0, 6, {1.0, 0.97, 0.95, 0.93}, {0, 1, 2, 3});
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
+}
+
+TEST_F(EcmpImbalanceTest, AMildlyUnevenSpreadIsNotACollision) {
+  Run(0, 6, {0.95, 0.8, 0.7, 0.6}, {0});  // the busiest at 1.25x the mean
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
+}
+
+TEST_F(EcmpImbalanceTest, AnUnevenSpreadThatQueuesNowhereIsNotACollision) {
+  Run(0, 6, {0.3, 0.0, 0.0, 0.05}, {});
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
+}
+
+TEST_F(EcmpImbalanceTest, LoadMovedOffADownUplinkIsNotACollision) {
+  Run(0, 3, {0.55, 0.55, 0.55, 0.55}, {});
+  fabric_.Set(v1::SCOPE_PORT, kUplinks[3], "link_up", 0);
+  Run(3, 8, {1.0, 1.0, 0.2, 0.0}, {0, 1});
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
+  EXPECT_NE(Active("link_down"), nullptr);
+}
+
 // Collective records of one job: `n` ranks on two hosts, seq `seq`.
 v1::TelemetryBatch Collectives(int64_t ts, uint64_t seq, int n, double exec_us, double busbw,
                                int late_rank = -1, double late_exec_us = 0) {

@@ -1103,8 +1103,28 @@ void FabricModel::Step(double dt, std::vector<CollectiveRecord>* records) {
   ApplyFaults();
   if (routes_dirty_) Reroute();
   ComputeRates();
+  RecordCollisions(dt);
   Accumulate(dt, records);
   now_s_ += dt;
+}
+
+void FabricModel::RecordCollisions(double dt) {
+  for (size_t sw = 0; sw < switches_.size(); ++sw) {
+    double offered = 0, capacity = 0;
+    bool over = false;
+    for (int c : sw_out_[sw]) {
+      const Channel& ch = channels_[c];
+      const int next = ports_[ch.to].sw;
+      if (!ch.up || next < 0 || switches_[next].role <= switches_[sw].role) continue;
+      offered += ch.load;
+      capacity += ch.capacity_Bps;
+      over |= ch.load > 1.05 * ch.capacity_Bps;
+    }
+    if (!over || offered > capacity) continue;
+    auto& spans = collisions_[switches_[sw].name];
+    if (!spans.empty() && std::abs(spans.back().second - now_s_) < 1e-9) spans.back().second = now_s_ + dt;
+    else spans.emplace_back(now_s_, now_s_ + dt);
+  }
 }
 
 }  // namespace rocefab::lab

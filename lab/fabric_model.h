@@ -167,6 +167,11 @@ class FabricModel final {
   // How unevenly the rack switches' uplinks are loaded: the busiest uplink's
   // utilisation over the mean of all of them (1 = perfectly even).
   double UplinkImbalance() const;
+  // When each switch's uplinks had colliding flows, as [start_s, end_s)
+  // intervals: an uplink offered more than its capacity while the switch's
+  // uplinks together had room for everything offered to them, so an even
+  // spread would have carried it. A fact of the model, for the ground truth.
+  const std::map<std::string, std::vector<std::pair<double, double>>>& collisions() const { return collisions_; }
   // The load each (source NIC, destination NIC) pair offers, bytes/s, last
   // tick: what a TE allocator's traffic matrix is built from.
   std::map<std::pair<std::string, std::string>, double> OfferedTraffic() const;
@@ -243,6 +248,7 @@ class FabricModel final {
   void ApplyFaults();
   void Reroute();
   void ComputeRates();
+  void RecordCollisions(double dt);
   void Accumulate(double dt, std::vector<CollectiveRecord>* records);
   int PickChannel(int sw, const std::vector<int>& candidates, int src, int dst,
                   uint16_t sport, uint32_t qp) const;
@@ -272,6 +278,7 @@ class FabricModel final {
   std::vector<JobStatus> job_status_;
   std::vector<Flow> flows_;
   std::vector<ActiveFault> faults_;
+  std::map<std::string, std::vector<std::pair<double, double>>> collisions_;
   struct AppliedRouting {
     v1::RoutingScheme scheme = v1::ROUTING_SCHEME_ECMP;
     uint32_t qp_scaling_hint = 0;

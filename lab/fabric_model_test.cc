@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/config_loader.h"
+#include "common/strings.h"
 #include "lab/topology_gen.h"
 
 namespace rocefab::lab {
@@ -87,6 +88,33 @@ TEST(FabricModel, EcmpSpreadsQpsOverEveryUplink) {
     total += b;
   }
   for (double b : uplink_tx) EXPECT_LT(b / total, 0.5);
+}
+
+TEST(FabricModel, CollisionsAreRecordedWhereFlowsShareAnUplinkWithOthersIdle) {
+  // Two hosts in two racks, 4 NICs each, one QP per connection: rack 1's
+  // NICs send over its RTSW's 8 uplinks. A NIC's flow fills a 400G uplink,
+  // so two on one uplink over-offer it while others idle: a collision,
+  // which every hash seed either makes or not (pigeonhole on the uplinks
+  // that carry traffic).
+  int with = 0, without = 0;
+  for (int seed = 1; seed <= 24; ++seed) {
+    auto model = Model(StrCat("seed: ", seed, "\njobs: [{id: \"1\", hosts: [z1-r01-h1, z1-r02-h1], qps_per_connection: 1}]"));
+    model->Step(0.5, nullptr);
+    int senders = 0, used_uplinks = 0;
+    for (const PortState& port : model->ports()) {
+      if (port.device == "z1-r01-h1" && port.c.tx_bytes > 0) ++senders;
+      if (port.device != "z1-rtsw01") continue;
+      const std::string peer = model->topology().PeerOf(port.link, "z1-rtsw01/" + port.name);
+      if (peer.starts_with("z1-ctsw") && port.c.tx_bytes > 0) ++used_uplinks;
+    }
+    ASSERT_EQ(senders, 4) << "seed " << seed;
+    const bool collided = used_uplinks < senders;
+    EXPECT_EQ(model->collisions().count("z1-rtsw01") > 0, collided)
+        << "seed " << seed << ": " << used_uplinks << " uplinks carry " << senders << " flows";
+    (collided ? with : without)++;
+  }
+  EXPECT_GT(with, 0);
+  EXPECT_GT(without, 0);
 }
 
 TEST(FabricModel, HashIsDeterministicAndSportSensitive) {

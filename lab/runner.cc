@@ -339,10 +339,20 @@ nlohmann::json TruthJson(const v1::Scenario& scenario, const FabricModel& model,
       hosts.push_back(model.topology().proto().hosts(h).name());
     jobs.push_back({{"id", model.jobs()[j].id}, {"name", model.jobs()[j].name}, {"hosts", hosts}});
   }
+  // Conditions of the model that are no injected fault but real all the
+  // same: flows colliding on a switch's uplinks (FabricModel::collisions).
+  nlohmann::json conditions = nlohmann::json::array();
+  for (const auto& [sw, spans] : model.collisions())
+    for (const auto& [from_s, to_s] : spans)
+      conditions.push_back({{"kind", "ecmp_collision"},
+                            {"target", sw},
+                            {"start_unix_us", start_unix_us + static_cast<int64_t>(from_s * 1e6)},
+                            {"end_unix_us", start_unix_us + static_cast<int64_t>(to_s * 1e6)}});
   return {{"scenario", scenario.name()},
           {"start_unix_us", start_unix_us},
           {"duration_s", model.now_s()},
           {"faults", faults},
+          {"conditions", conditions},
           {"jobs", jobs}};
 }
 

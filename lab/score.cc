@@ -198,9 +198,23 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     }
     score.faults.push_back(std::move(fs));
   }
+  // Collisions on a switch's uplinks explain the finding that names them,
+  // while they last (and clear_grace_s after: a finding clears a little
+  // after its cause).
+  std::vector<Window> collisions;
+  if (truth.contains("conditions") && truth["conditions"].is_array())
+    for (const auto& c : truth["conditions"])
+      if (c.value("kind", "") == "ecmp_collision")
+        collisions.push_back({c.value("start_unix_us", int64_t{0}), c.value("end_unix_us", int64_t{0}) + grace,
+                              c.value("target", "")});
   for (const auto& a : *anomalies) {
     if (a.caused_by() != 0) continue;
     bool explained = false;
+    if (a.kind() == "ecmp_imbalance")
+      for (const Window& w : collisions)
+        if (NamesTarget(**topology, w.target, a.entity()) && a.start_us() <= w.end &&
+            (a.end_us() == 0 || a.end_us() >= w.start - grace))
+          explained = true;
     for (const Window& w : windows) {
       if (NamesTarget(**topology, w.target, a.entity())) explained = true;
       if (IsConsequenceKind(a.kind()) && a.start_us() <= w.end && (a.end_us() == 0 || a.end_us() >= w.start))
