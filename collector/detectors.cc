@@ -690,7 +690,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     }
   }
 
-  auto pick_origin = [&](const std::string& device) -> std::string {
+  auto pick_origin = [&](const std::string& entity) -> std::string {
+    const std::string device = EntityDevice(entity);
     if (auto it = congestion_origin.find(device); it != congestion_origin.end()) return it->second;
     const Hit* best = nullptr;
     for (const Hit& o : origins) {
@@ -699,7 +700,14 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       if (here) return StrCat(o.kind, "|", o.entity);
       if (best == nullptr || o.magnitude > best->magnitude) best = &o;
     }
-    return best ? StrCat(best->kind, "|", best->entity) : "";
+    if (best != nullptr) return StrCat(best->kind, "|", best->entity);
+    // No origin among the pausers: the congestion of the switch at the
+    // other end of the port's link (an ECMP collision there).
+    if (topo != nullptr)
+      if (const int l = topo->LinkOfPort(entity); l >= 0)
+        if (auto it = congestion_origin.find(EntityDevice(topo->PeerOf(l, entity))); it != congestion_origin.end())
+          return it->second;
+    return "";
   };
   for (const Pause* p : victims) {
     const double ratio = std::max(p->tx, p->rx);
@@ -715,7 +723,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       h.evidence.push_back(Ev(*p->e, "pfc_tx_pause_us", LosslessDelta(*p->e, "pfc_tx_pause_us"),
                               LosslessDelta(*p->e, "pfc_tx_pause_us") / interval_s,
                               StrCat("pausing its peer ", Pct(p->tx), " of the time")));
-    h.cause_key = pick_origin(EntityDevice(p->e->entity));
+    h.cause_key = pick_origin(p->e->entity);
     h.summary = StrCat(p->e->entity, " is in a pause tree (", Pct(ratio), " of the time paused or pausing)",
                        h.cause_key.empty() ? "" : StrCat(", spread from ", h.cause_key.substr(h.cause_key.find('|') + 1)));
     hits->push_back(std::move(h));

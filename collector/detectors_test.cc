@@ -511,6 +511,32 @@ TEST_F(EcmpImbalanceTest, CongestedUplinksFarAboveTheirSiblingsAreACollision) {
   EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
 }
 
+TEST_F(EcmpImbalanceTest, PausesFromTheCollidingSwitchAreItsConsequences) {
+  // The colliding uplink's queue grows deep and the switch pauses the NIC
+  // that feeds it: both ends of that pause are consequences of the
+  // collision, not a hot spot or a storm of their own.
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "link_up", 1);
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "rate_bytes_per_second", 50'000'000'000);
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 0, 3);
+  fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "link_up", 1);
+  fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_tx_pause_us", 0, 3);
+  fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 100'000, std::nullopt, 3);
+  Run(0, 3, {0.3, 0.3, 0.3, 0.3}, {});
+  fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 2'000'000, std::nullopt, 3);
+  for (int s = 3; s < 6; ++s) {
+    fabric_.Add(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 300'000, 3);
+    fabric_.Add(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_tx_pause_us", 300'000, 3);
+    Run(s, s + 1, {1.0, 0.1, 0.1, 0.1}, {0});
+  }
+  const auto* collision = Active("ecmp_imbalance");
+  ASSERT_NE(collision, nullptr);
+  for (const auto& [id, a] : all_) {
+    EXPECT_NE(a.kind(), "ecn_hotspot") << a.summary();
+    EXPECT_NE(a.kind(), "pfc_storm") << a.summary();
+    if (a.kind() == "pfc_pause" && a.end_us() == 0) EXPECT_EQ(a.caused_by(), collision->id()) << a.entity();
+  }
+}
+
 TEST_F(EcmpImbalanceTest, ABurstyCollectiveCollidesFarBelowLineRateOnAverage) {
   // Communication phases between compute: the interval's mean rate is a
   // tenth of line rate, yet the busy uplinks queue and mark.

@@ -157,6 +157,7 @@ absl::Status FabricModel::CheckFaultTarget(const v1::FaultSpec& fault) const {
         return bad("drop_rate must be in [0, 1)");
       return absl::OkStatus();
     case v1::FAULT_KIND_BUFFER_THRESHOLD:
+    case v1::FAULT_KIND_ECMP_SKEW:
       if (!switch_index_.count(t)) return bad("must be a switch");
       return absl::OkStatus();
     case v1::FAULT_KIND_ECN_MISCONFIG:
@@ -328,6 +329,10 @@ int FabricModel::PickChannel(int sw, const std::vector<int>& candidates, int src
                              uint16_t sport, uint32_t qp) const {
   if (candidates.empty()) return -1;
   if (candidates.size() == 1) return candidates[0];
+  // ecmp_skew: the group's first members only.
+  const size_t members = switches_[sw].ecmp_members > 0
+                             ? std::min<size_t>(switches_[sw].ecmp_members, candidates.size())
+                             : candidates.size();
   // The 5-tuple: addresses (NIC identities stand for their IPs), UDP ports
   // and protocol, hashed with the switch's own seed as real ASICs do.
   uint64_t h = switches_[sw].seed;
@@ -335,7 +340,7 @@ int FabricModel::PickChannel(int sw, const std::vector<int>& candidates, int src
   h = Mix(h ^ static_cast<uint64_t>(dst) * 0x9e3779b1ULL);
   h = Mix(h ^ (static_cast<uint64_t>(sport) << 16 | kRoceUdpPort) ^ 17);
   if (qp != 0) h = Mix(h ^ (static_cast<uint64_t>(qp) << 32));
-  return candidates[h % candidates.size()];
+  return candidates[h % members];
 }
 
 std::vector<int> FabricModel::DefaultNextHops(int sw, int dst) const {
@@ -597,6 +602,11 @@ void FabricModel::ApplyFaults() {
     job.straggler_rank = -1;
     job.straggler_delay_s = 0;
   }
+  std::vector<uint32_t> was_members(switches_.size());
+  for (size_t sw = 0; sw < switches_.size(); ++sw) {
+    was_members[sw] = switches_[sw].ecmp_members;
+    switches_[sw].ecmp_members = 0;
+  }
   auto link_ports = [&](int port) {
     const int link = ports_[port].link;
     return std::pair<int, int>(channels_[2 * link].from, channels_[2 * link].to);
@@ -645,6 +655,9 @@ void FabricModel::ApplyFaults() {
           channels_[ports_[port].out_channel].ecn_ok = false;
         }
         break;
+      case v1::FAULT_KIND_ECMP_SKEW:
+        switches_[switch_index_.at(spec.target())].ecmp_members = spec.ecmp_members() > 0 ? spec.ecmp_members() : 1;
+        break;
       case v1::FAULT_KIND_BUFFER_THRESHOLD: {
         const double limit = spec.queue_limit_bytes() > 0 ? static_cast<double>(spec.queue_limit_bytes()) : 100e3;
         for (int ch : sw_out_[switch_index_.at(spec.target())]) channels_[ch].queue_limit = limit;
@@ -680,6 +693,8 @@ void FabricModel::ApplyFaults() {
     }
     if (was_up[p] != ports_[p].up) routes_dirty_ = true;
   }
+  for (size_t sw = 0; sw < switches_.size(); ++sw)
+    if (was_members[sw] != switches_[sw].ecmp_members) routes_dirty_ = true;
   // Connections with a QP on a path that just died stall for the QP timeout.
   for (const Flow& f : flows_) {
     for (int ch : f.path) {
@@ -1110,17 +1125,17 @@ void FabricModel::Step(double dt, std::vector<CollectiveRecord>* records) {
 
 void FabricModel::RecordCollisions(double dt) {
   for (size_t sw = 0; sw < switches_.size(); ++sw) {
-    double offered = 0, capacity = 0;
-    bool over = false;
+    double offered = 0, capacity = 0, busiest = 0;
     for (int c : sw_out_[sw]) {
       const Channel& ch = channels_[c];
       const int next = ports_[ch.to].sw;
-      if (!ch.up || next < 0 || switches_[next].role <= switches_[sw].role) continue;
+      if (!ch.up || next < 0 || switches_[next].role <= switches_[sw].role || ch.capacity_Bps <= 0) continue;
       offered += ch.load;
       capacity += ch.capacity_Bps;
-      over |= ch.load > 1.05 * ch.capacity_Bps;
+      busiest = std::max(busiest, ch.load / ch.capacity_Bps);
     }
-    if (!over || offered > capacity) continue;
+    // Over-offered, and by more than an even spread would offer it.
+    if (capacity <= 0 || busiest <= 1.05 || busiest <= 1.05 * offered / capacity) continue;
     auto& spans = collisions_[switches_[sw].name];
     if (!spans.empty() && std::abs(spans.back().second - now_s_) < 1e-9) spans.back().second = now_s_ + dt;
     else spans.emplace_back(now_s_, now_s_ + dt);

@@ -168,9 +168,9 @@ class FabricModel final {
   // utilisation over the mean of all of them (1 = perfectly even).
   double UplinkImbalance() const;
   // When each switch's uplinks had colliding flows, as [start_s, end_s)
-  // intervals: an uplink offered more than its capacity while the switch's
-  // uplinks together had room for everything offered to them, so an even
-  // spread would have carried it. A fact of the model, for the ground truth.
+  // intervals: an uplink offered more than its capacity, and more than an
+  // even spread over the switch's uplinks would have offered it. A fact of
+  // the model, for the ground truth.
   const std::map<std::string, std::vector<std::pair<double, double>>>& collisions() const { return collisions_; }
   // The load each (source NIC, destination NIC) pair offers, bytes/s, last
   // tick: what a TE allocator's traffic matrix is built from.
@@ -238,6 +238,7 @@ class FabricModel final {
     uint64_t seed = 0;
     std::vector<int> ports;
     bool ecn_ok = true;
+    uint32_t ecmp_members = 0;  // ecmp_skew: members of each group it hashes onto; 0 = all
   };
 
   FabricModel() = default;

@@ -67,6 +67,9 @@ struct Healthy {
   std::map<std::string, double> step_s_by_gpu;  // the healthy iteration time of the GPU's job
   std::map<std::string, double> compute_s_by_gpu;
   std::map<std::string, double> deepest_queue_by_switch;  // bytes, its deepest egress queue
+  // Switches whose uplinks carry traffic with no collision when healthy,
+  // with the sum of their uplinks' peak utilizations.
+  std::map<std::string, double> uplink_load_by_switch;
 };
 
 absl::StatusOr<Healthy> Survey(std::shared_ptr<const Topology> topology, v1::Scenario scenario) {
@@ -100,6 +103,23 @@ absl::StatusOr<Healthy> Survey(std::shared_ptr<const Topology> topology, v1::Sce
   for (int link = 0; link < topo.proto().links_size(); ++link) {
     const size_t a = 2 * static_cast<size_t>(link), b = a + 1;
     if (b < util.size() && std::max(util[a], util[b]) >= 0.05) h.loaded_links[TierOfLink(topo, link)].push_back(link);
+  }
+  {
+    std::map<std::string, std::pair<int, double>> uplinks;  // switch -> (carrying, sum of peak util)
+    for (const PortState& port : m.ports()) {
+      if (port.sw < 0) continue;
+      const std::string name = StrCat(port.device, "/", port.name);
+      const v1::TopoSwitch* self = topo.FindSwitch(port.device);
+      const v1::TopoSwitch* peer = topo.FindSwitch(EntityDevice(topo.PeerOf(port.link, name)));
+      if (self == nullptr || peer == nullptr || peer->role() <= self->role()) continue;
+      const int ch = m.ChannelOf(name);
+      if (ch < 0 || util[static_cast<size_t>(ch)] < 0.01) continue;
+      auto& [carrying, sum] = uplinks[port.device];
+      ++carrying;
+      sum += util[static_cast<size_t>(ch)];
+    }
+    for (const auto& [sw, load] : uplinks)
+      if (load.first >= 2 && load.second > 1.2 && !m.collisions().count(sw)) h.uplink_load_by_switch[sw] = load.second;
   }
   for (size_t p = 0; p < m.ports().size(); ++p) {
     const PortState& port = m.ports()[p];
@@ -176,7 +196,7 @@ bool DrawFault(Draw& d, const Topology& topo, const Healthy& h, double duration_
   static const std::vector<v1::FaultKind> kKinds = {
       v1::FAULT_KIND_PFC_STORM,       v1::FAULT_KIND_LINK_FLAP,      v1::FAULT_KIND_LOSSY_LINK,
       v1::FAULT_KIND_DEGRADED_LINK,   v1::FAULT_KIND_ECN_MISCONFIG, v1::FAULT_KIND_STRAGGLER,
-      v1::FAULT_KIND_NIC_DOWN,        v1::FAULT_KIND_BUFFER_THRESHOLD};
+      v1::FAULT_KIND_NIC_DOWN,        v1::FAULT_KIND_BUFFER_THRESHOLD, v1::FAULT_KIND_ECMP_SKEW};
   for (int attempt = 0; attempt < 20; ++attempt) {
     f->Clear();
     f->set_kind(d.Pick(kKinds));
@@ -210,6 +230,11 @@ bool DrawFault(Draw& d, const Topology& topo, const Healthy& h, double duration_
         candidates.assign(switches.begin(), switches.end());
         break;
       }
+      case v1::FAULT_KIND_ECMP_SKEW:
+        // A switch whose uplinks carry more than one uplink's worth, evenly
+        // spread when healthy: squeezed onto fewer members they collide.
+        for (const auto& [sw, load] : h.uplink_load_by_switch) candidates.push_back(sw);
+        break;
       case v1::FAULT_KIND_ECN_MISCONFIG:
         if (d.Chance(0.5)) {
           candidates = h.marking_ports;
@@ -240,6 +265,14 @@ bool DrawFault(Draw& d, const Topology& topo, const Healthy& h, double duration_
         const auto deepest = h.deepest_queue_by_switch.find(f->target());
         const double depth = deepest != h.deepest_queue_by_switch.end() ? deepest->second : 150e3;
         f->set_queue_limit_bytes(std::max<uint64_t>(10'000, static_cast<uint64_t>(std::round(depth * d.Uniform(0.1, 0.8) / 1e3)) * 1000));
+        break;
+      }
+      case v1::FAULT_KIND_ECMP_SKEW: {
+        // Fewer members than the uplinks' healthy load needs, so that the
+        // members left are over-offered: from one to just under that load.
+        const double load = h.uplink_load_by_switch.at(f->target());
+        const int most = std::max(1, static_cast<int>(std::ceil(load)) - 1);
+        f->set_ecmp_members(static_cast<uint32_t>(std::min(most, 1 + static_cast<int>(d.Uniform(0, most)))));
         break;
       }
       case v1::FAULT_KIND_DEGRADED_LINK: f->set_speed_gbps(static_cast<uint32_t>(d.Pick<int>({25, 50, 100, 200}))); break;

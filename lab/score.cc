@@ -50,6 +50,7 @@ bool FindingFitsFault(const std::string& fault_kind, const std::string& finding_
       {"straggler", {"straggler"}},
       {"nic_down", {"link_down"}},
       {"buffer_threshold", {"buffer_threshold_drops"}},
+      {"ecmp_skew", {"ecmp_imbalance"}},
   };
   auto it = kFits.find(fault_kind);
   return it != kFits.end() && it->second.count(finding_kind) > 0;
