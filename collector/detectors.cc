@@ -591,6 +591,20 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // PFC: who pauses whom, and who started it. A port that pauses its peer is
   // explained when its own device cannot drain: another of its ports is
   // paused from downstream, or one of its egress queues is congested.
+  // Switches at either end of a slow link (link_degraded): that egress
+  // drains at the link's lower speed, so the switch pauses the senders that
+  // feed it. Device -> (the slow port on it, the finding's key).
+  std::unordered_map<std::string, std::pair<std::string, std::string>> device_slow_link;
+  for (const Hit& h : *hits) {
+    if (h.kind != "link_degraded") continue;
+    const std::string key = StrCat(h.kind, "|", h.entity);
+    device_slow_link.try_emplace(EntityDevice(h.entity), h.entity, key);
+    if (topo != nullptr)
+      if (const int l = topo->LinkOfPort(h.entity); l >= 0) {
+        const std::string& peer = topo->PeerOf(l, h.entity);
+        device_slow_link.try_emplace(EntityDevice(peer), peer, key);
+      }
+  }
   std::vector<const Pause*> victims;
   for (const Pause& p : pauses) {
     const std::string device = EntityDevice(p.e->entity);
@@ -626,6 +640,12 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         const int64_t interval = static_cast<int64_t>(IntervalUs(*p.e));
         if (seen != deep_seen_us_.end() && seen->second >= p.e->ts_us - interval - interval / 2)
           explained = true;
+      }
+      if (auto slow = device_slow_link.find(device);
+          slow != device_slow_link.end() && (worst == nullptr || worst->e->entity == slow->second.first)) {
+        explained = true;
+        worst = nullptr;
+        congestion_origin.try_emplace(device, slow->second.second);
       }
       if (worst != nullptr) {
         explained = true;

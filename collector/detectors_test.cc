@@ -373,6 +373,28 @@ TEST_F(DetectorsTest, LosslessDropsAndFullBuffers) {
   EXPECT_NE(Active("buffer_high", "z1-rtsw02/ingress_lossless_pool"), nullptr);
 }
 
+TEST_F(DetectorsTest, ASwitchPausingBehindItsOwnSlowLinkIsNotAStormOrigin) {
+  // z1-rtsw01's uplink falls to 100G: the egress into it drains at a
+  // quarter of its speed and the switch pauses the NICs that feed it. No
+  // queue depth is reported; the slow link explains the pauses.
+  for (const char* port : {"z1-rtsw01/Ethernet8", "z1-ctsw01/Ethernet0"})
+    fabric_.Set(v1::SCOPE_PORT, port, "rate_bytes_per_second", 50'000'000'000);
+  for (int s = 0; s < 3; ++s) Step(s);
+  for (const char* port : {"z1-rtsw01/Ethernet8", "z1-ctsw01/Ethernet0"})
+    fabric_.Set(v1::SCOPE_PORT, port, "rate_bytes_per_second", 12'500'000'000);
+  for (int s = 3; s < 6; ++s) {
+    fabric_.Add(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_tx_pause_us", 500'000, 3);
+    fabric_.Add(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 500'000, 3);
+    Step(s);
+  }
+  const auto* slow = Active("link_degraded", "z1-rtsw01/Ethernet8");
+  ASSERT_NE(slow, nullptr);
+  EXPECT_EQ(Count("pfc_storm"), 0);
+  const auto* pause = Active("pfc_pause", "z1-rtsw01/Ethernet0");
+  ASSERT_NE(pause, nullptr);
+  EXPECT_EQ(pause->caused_by(), slow->id());
+}
+
 TEST_F(DetectorsTest, LosslessDropsWithTheBufferMostlyEmptyAreAThresholdSetting) {
   const std::string pool = "z1-ctsw01/ingress_lossless_pool";
   for (const char* q : {"z1-ctsw01/Ethernet8", "z1-ctsw01/Ethernet12"}) {
