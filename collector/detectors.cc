@@ -474,9 +474,14 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           near_fault |= link_faulted.count(EntityDevice(topo->PeerOf(l, u.e->entity))) > 0;
       }
       const double mean = sum / static_cast<double>(ups.size());
-      if (near_fault || mean <= 0 || !queue_congested.count(hottest->e->entity) ||
-          hottest->util < kUplinkImbalance * mean)
-        continue;
+      // Congested on its own account: an uplink held by pauses from the
+      // switch above queues because that switch cannot drain, not because
+      // flows collided on it.
+      auto own_congestion = [&](const Uplink& u) {
+        const auto rx = port_rx.find(u.e->entity);
+        return queue_congested.count(u.e->entity) && (rx == port_rx.end() || rx->second < s_.pause_ratio / 5);
+      };
+      if (near_fault || mean <= 0 || !own_congestion(*hottest) || hottest->util < kUplinkImbalance * mean) continue;
       const double interval_us = IntervalUs(*hottest->e);
       Hit h{"ecmp_imbalance", device, v1::SEVERITY_INFO, std::min(1.0, (hottest->util / mean - 1) / 2),
             hottest->e->ts_us - static_cast<int64_t>(interval_us)};
@@ -484,7 +489,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       Imbalance& im = device_imbalance[device];
       for (const Uplink& u : ups) {
         if (u.util < kUplinkImbalance * mean) break;
-        if (!queue_congested.count(u.e->entity)) continue;
+        if (!own_congestion(u)) continue;
         hot.push_back(u.e->entity.substr(device.size() + 1));
         im.hot.insert(u.e->entity);
         const double bytes = Delta(*u.e, "tx_bytes");

@@ -581,6 +581,18 @@ TEST_F(EcmpImbalanceTest, AnUnevenSpreadThatQueuesNowhereIsNotACollision) {
   EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
 }
 
+TEST_F(EcmpImbalanceTest, AnUplinkQueuedByPausesFromAboveIsNotACollision) {
+  // The CTSW above cannot drain (ECN off there, a storm behind it) and
+  // pauses the uplink: its queue is the CTSW's doing.
+  fabric_.Set(v1::SCOPE_PORT, kUplinks[0], "pfc_rx_pause_us", 0, 3);
+  Run(0, 3, {0.3, 0.3, 0.3, 0.3}, {});
+  for (int s = 3; s < 8; ++s) {
+    fabric_.Add(v1::SCOPE_PORT, kUplinks[0], "pfc_rx_pause_us", 400'000, 3);
+    Run(s, s + 1, {0.6, 0.2, 0.1, 0.1}, {0});
+  }
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
+}
+
 TEST_F(EcmpImbalanceTest, LoadMovedOffADownUplinkIsNotACollision) {
   Run(0, 3, {0.55, 0.55, 0.55, 0.55}, {});
   fabric_.Set(v1::SCOPE_PORT, kUplinks[3], "link_up", 0);

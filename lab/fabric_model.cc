@@ -836,19 +836,24 @@ void FabricModel::ComputeRates() {
         drop[i] = std::max(drop[i], f);
         f = 0;
       }
-      if (ch.queue_limit > 0 && u > 1) {
+      // The depth a queue shows follows what is offered to it (its load);
+      // the limit bites on the same measure, so that a queue shown at its
+      // limit drops.
+      const double offered_u = cap > 0 ? ch.load / cap : 1e9;
+      if (ch.queue_limit > 0 && std::max(u, offered_u) > 1) {
+        const double u_limit = std::max(u, offered_u);
         // The depth the queue needs to hold the excess: ECN's marking band
         // while DCQCN holds it, else XOFF. A drop threshold below that
         // tail-drops, and the queue never reaches XOFF to pause. Below
         // Kmin nothing marks and the whole excess is lost; inside the band
         // DCQCN still slows the senders, less the lower the limit.
-        const bool ecn_holding = cap > 0 && paused[i] <= 0.01 && marks[i] && u <= ecn_holds;
-        const double needed = ecn_holding ? q.kmin_bytes + (q.kmax_bytes - q.kmin_bytes) * std::min(1.0, u - 1)
+        const bool ecn_holding = cap > 0 && paused[i] <= 0.01 && marks[i] && u_limit <= ecn_holds;
+        const double needed = ecn_holding ? q.kmin_bytes + (q.kmax_bytes - q.kmin_bytes) * std::min(1.0, u_limit - 1)
                                           : k_.xoff_bytes;
         if (needed > ch.queue_limit) {
           const double lost = ecn_holding ? std::min(1.0, (needed - ch.queue_limit) / std::max(1.0, needed - q.kmin_bytes))
                                           : 1.0;
-          drop[i] = std::max(drop[i], (1 - 1 / u) * lost);
+          drop[i] = std::max(drop[i], (1 - 1 / u_limit) * lost);
           f = 0;
         }
       }
