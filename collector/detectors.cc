@@ -137,11 +137,17 @@ absl::StatusOr<DetectorSettings> ResolveDetectorSettings(const v1::DetectorConfi
   return s;
 }
 
-std::string CanonicalLinkEnd(const Topology* topology, const std::string& port) {
-  if (topology == nullptr) return port;
+// The port at the other end of `port`'s link; empty without a topology or
+// a link.
+std::string PeerPort(const Topology* topology, const std::string& port) {
+  if (topology == nullptr) return "";
   const int link = topology->LinkOfPort(port);
-  if (link < 0) return port;
-  const std::string& peer = topology->PeerOf(link, port);
+  return link < 0 ? "" : topology->PeerOf(link, port);
+}
+
+std::string CanonicalLinkEnd(const Topology* topology, const std::string& port) {
+  const std::string peer = PeerPort(topology, port);
+  if (peer.empty()) return port;
   const int mine = TierOf(topology, EntityDevice(port)), theirs = TierOf(topology, EntityDevice(peer));
   if (mine != theirs) return mine < theirs ? port : peer;
   return std::min(port, peer);
@@ -353,11 +359,11 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           hits->push_back(std::move(h));
         }
       }
-      if (e.scope == v1::SCOPE_PORT && topo != nullptr && !is_down)
+      if (e.scope == v1::SCOPE_PORT && !is_down)
         if (const Reading* rate = Find(e, "rate_bytes_per_second"); rate != nullptr && rate->value > 0)
-          if (const int link_id = topo->LinkOfPort(e.entity); link_id >= 0) {
+          if (const std::string peer = PeerPort(topo, e.entity); !peer.empty()) {
             const std::string device = EntityDevice(e.entity);
-            const int tier = TierOf(topo, device), peer_tier = TierOf(topo, EntityDevice(topo->PeerOf(link_id, e.entity)));
+            const int tier = TierOf(topo, device), peer_tier = TierOf(topo, EntityDevice(peer));
             if (tier >= 1 && peer_tier > tier && peer_tier < 9)
               device_uplinks[device].push_back({&e, Delta(e, "tx_bytes") / interval_s / rate->value});
           }
@@ -458,8 +464,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     for (const Hit& h : *hits)
       if (h.kind == "link_down" || h.kind == "link_flap" || h.kind == "link_degraded" || h.kind == "link_errors") {
         link_faulted.insert(EntityDevice(h.entity));
-        if (topo != nullptr)
-          if (const int l = topo->LinkOfPort(h.entity); l >= 0) link_faulted.insert(EntityDevice(topo->PeerOf(l, h.entity)));
+        if (const std::string peer = PeerPort(topo, h.entity); !peer.empty()) link_faulted.insert(EntityDevice(peer));
       }
     for (auto& [device, ups] : device_uplinks) {
       if (ups.size() < 2 || link_faulted.count(device)) continue;
@@ -470,8 +475,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       double sum = 0;
       for (const Uplink& u : ups) {
         sum += u.util;
-        if (const int l = topo->LinkOfPort(u.e->entity); l >= 0)
-          near_fault |= link_faulted.count(EntityDevice(topo->PeerOf(l, u.e->entity))) > 0;
+        near_fault |= link_faulted.count(EntityDevice(PeerPort(topo, u.e->entity))) > 0;
       }
       const double mean = sum / static_cast<double>(ups.size());
       // Congested on its own account: an uplink held by pauses from the
@@ -540,13 +544,13 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     // Several queues of one switch: the switch's setting, not one queue's.
     const std::string entity = drops.size() >= 2 ? device : drops[0]->e->entity;
     const double fill = device_pool_fill.at(device);
-    double total = 0, packets = 0, deepest = -1;
+    double total = 0, packets = 0;
     Hit h{"buffer_threshold_drops", entity, v1::SEVERITY_CRITICAL, 0, 0};
     for (const Drop* d : drops) {
       const double interval_us = IntervalUs(*d->e);
       const int64_t start = d->e->ts_us - static_cast<int64_t>(interval_us);
       h.start_us = h.start_us == 0 ? start : std::min(h.start_us, start);
-      total += d->drops, packets += d->packets, deepest = std::max(deepest, d->depth);
+      total += d->drops, packets += d->packets;
       h.evidence.push_back(Ev(*d->e, "queue_drops", d->drops, d->drops / (interval_us / 1e6),
                               StrCat("lossless queue ", d->q,
                                      d->depth >= 0 ? StrCat(", ", Num(d->depth), "B queued") : std::string())));
@@ -604,11 +608,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     if (h.kind != "link_degraded") continue;
     const std::string key = StrCat(h.kind, "|", h.entity);
     device_slow_link.try_emplace(EntityDevice(h.entity), h.entity, key);
-    if (topo != nullptr)
-      if (const int l = topo->LinkOfPort(h.entity); l >= 0) {
-        const std::string& peer = topo->PeerOf(l, h.entity);
-        device_slow_link.try_emplace(EntityDevice(peer), peer, key);
-      }
+    if (const std::string peer = PeerPort(topo, h.entity); !peer.empty())
+      device_slow_link.try_emplace(EntityDevice(peer), peer, key);
   }
   std::vector<const Pause*> victims;
   for (const Pause& p : pauses) {
@@ -704,9 +705,9 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   if (topo != nullptr) {
     for (Hit& o : origins) {
       if (o.kind != "pfc_storm") continue;
-      const int link = topo->LinkOfPort(o.entity);
-      if (link < 0) continue;
-      auto it = entities_.find(Key(v1::SCOPE_PORT, topo->PeerOf(link, o.entity)));
+      const std::string peer = PeerPort(topo, o.entity);
+      if (peer.empty()) continue;
+      auto it = entities_.find(Key(v1::SCOPE_PORT, peer));
       if (it == entities_.end() || !Fresh(it->second, now_us)) continue;
       double wd = 0;
       for (const auto& [k, r] : it->second.series)
@@ -728,10 +729,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     if (best != nullptr) return StrCat(best->kind, "|", best->entity);
     // No origin among the pausers: the congestion of the switch at the
     // other end of the port's link (an ECMP collision there).
-    if (topo != nullptr)
-      if (const int l = topo->LinkOfPort(entity); l >= 0)
-        if (auto it = congestion_origin.find(EntityDevice(topo->PeerOf(l, entity))); it != congestion_origin.end())
-          return it->second;
+    if (const std::string peer = PeerPort(topo, entity); !peer.empty())
+      if (auto it = congestion_origin.find(EntityDevice(peer)); it != congestion_origin.end()) return it->second;
     return "";
   };
   for (const Pause* p : victims) {

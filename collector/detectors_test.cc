@@ -94,12 +94,48 @@ class FakeFabric {
   DeltaTracker tracker_;
 };
 
-class DetectorsTest : public ::testing::Test {
+// A fake fabric on a topology, the detectors, and every anomaly they raised.
+class DetectorsFixture : public ::testing::Test {
  protected:
-  void SetUp() override {
-    auto topo = Topology::FromYaml(kTopology, "test");
+  void UseTopology(const char* yaml) {
+    auto topo = Topology::FromYaml(yaml, "test");
     ASSERT_TRUE(topo.ok()) << topo.status();
     context_.topology = *topo;
+  }
+  // One poll of everything at second `s`, then an evaluation.
+  std::vector<v1::Anomaly> Step(int s) {
+    detectors_.Observe(fabric_.Poll(kT0 + s * kSecond));
+    auto changes = detectors_.Evaluate(kT0 + s * kSecond + 100'000, context_);
+    for (const auto& a : changes) all_[a.id()] = a;
+    return changes;
+  }
+  // The active anomaly of `kind` on `entity` (on any entity when empty).
+  const v1::Anomaly* Active(const std::string& kind, const std::string& entity = "") {
+    for (const auto& [id, a] : all_)
+      if (a.kind() == kind && (entity.empty() || a.entity() == entity) && a.end_us() == 0) return &all_[id];
+    return nullptr;
+  }
+  const v1::Anomaly* Ever(const std::string& kind, const std::string& entity) {
+    for (const auto& [id, a] : all_)
+      if (a.kind() == kind && a.entity() == entity) return &all_[id];
+    return nullptr;
+  }
+  int Count(const std::string& kind) {
+    int n = 0;
+    for (const auto& [id, a] : all_) n += a.kind() == kind;
+    return n;
+  }
+
+  FakeFabric fabric_;
+  Detectors detectors_{DetectorSettings{}};
+  FabricContext context_;
+  std::map<uint64_t, v1::Anomaly> all_;
+};
+
+class DetectorsTest : public DetectorsFixture {
+ protected:
+  void SetUp() override {
+    UseTopology(kTopology);
     // Every port reports link state and speed, like the real agents.
     for (const char* nic : {"z1-r01-h1/mlx5_0", "z1-r01-h1/mlx5_1", "z1-r02-h1/mlx5_0", "z1-r02-h1/mlx5_1"}) {
       fabric_.Set(v1::SCOPE_NIC, nic, "link_up", 1);
@@ -120,34 +156,6 @@ class DetectorsTest : public ::testing::Test {
       fabric_.Set(v1::SCOPE_PORT, port, "pfc_rx_pause_us", 0, 3);
     }
   }
-
-  // One poll of everything at second `s`, then an evaluation.
-  std::vector<v1::Anomaly> Step(int s) {
-    detectors_.Observe(fabric_.Poll(kT0 + s * kSecond));
-    auto changes = detectors_.Evaluate(kT0 + s * kSecond + 100'000, context_);
-    for (const auto& a : changes) all_[a.id()] = a;
-    return changes;
-  }
-  const v1::Anomaly* Active(const std::string& kind, const std::string& entity) {
-    for (const auto& [id, a] : all_)
-      if (a.kind() == kind && a.entity() == entity && a.end_us() == 0) return &all_[id];
-    return nullptr;
-  }
-  const v1::Anomaly* Ever(const std::string& kind, const std::string& entity) {
-    for (const auto& [id, a] : all_)
-      if (a.kind() == kind && a.entity() == entity) return &all_[id];
-    return nullptr;
-  }
-  int Count(const std::string& kind) {
-    int n = 0;
-    for (const auto& [id, a] : all_) n += a.kind() == kind;
-    return n;
-  }
-
-  FakeFabric fabric_;
-  Detectors detectors_{DetectorSettings{}};
-  FabricContext context_;
-  std::map<uint64_t, v1::Anomaly> all_;
 };
 
 TEST_F(DetectorsTest, QuietFabricRaisesNothing) {
@@ -475,14 +483,12 @@ links:
   - {a: z1-rtsw01/Ethernet20, b: z1-ctsw04/Ethernet0, speed_gbps: 400}
 )yaml";
 
-class EcmpImbalanceTest : public ::testing::Test {
+class EcmpImbalanceTest : public DetectorsFixture {
  protected:
   static constexpr const char* kUplinks[] = {"z1-rtsw01/Ethernet8", "z1-rtsw01/Ethernet12", "z1-rtsw01/Ethernet16",
                                              "z1-rtsw01/Ethernet20"};
   void SetUp() override {
-    auto topo = Topology::FromYaml(kFourUplinks, "test");
-    ASSERT_TRUE(topo.ok()) << topo.status();
-    context_.topology = *topo;
+    UseTopology(kFourUplinks);
     for (const char* port : kUplinks) {
       fabric_.Set(v1::SCOPE_PORT, port, "link_up", 1);
       fabric_.Set(v1::SCOPE_PORT, port, "rate_bytes_per_second", 50'000'000'000);
@@ -503,19 +509,9 @@ class EcmpImbalanceTest : public ::testing::Test {
         if (marking.count(static_cast<int>(i)))
           fabric_.Add(v1::SCOPE_QUEUE, kUplinks[i], "queue_ecn_marked_packets", bytes / 4096 / 100, std::nullopt, 3);
       }
-      detectors_.Observe(fabric_.Poll(kT0 + s * kSecond));
-      for (const auto& a : detectors_.Evaluate(kT0 + s * kSecond + 100'000, context_)) all_[a.id()] = a;
+      Step(s);
     }
   }
-  const v1::Anomaly* Active(const std::string& kind) {
-    for (const auto& [id, a] : all_)
-      if (a.kind() == kind && a.end_us() == 0) return &all_[id];
-    return nullptr;
-  }
-  FakeFabric fabric_;
-  Detectors detectors_{DetectorSettings{}};
-  FabricContext context_;
-  std::map<uint64_t, v1::Anomaly> all_;
 };
 
 TEST_F(EcmpImbalanceTest, CongestedUplinksFarAboveTheirSiblingsAreACollision) {

@@ -839,9 +839,8 @@ void FabricModel::ComputeRates() {
       // The depth a queue shows follows what is offered to it (its load);
       // the limit bites on the same measure, so that a queue shown at its
       // limit drops.
-      const double offered_u = cap > 0 ? ch.load / cap : 1e9;
-      if (ch.queue_limit > 0 && std::max(u, offered_u) > 1) {
-        const double u_limit = std::max(u, offered_u);
+      const double u_limit = std::max(u, cap > 0 ? ch.load / cap : 1e9);
+      if (ch.queue_limit > 0 && u_limit > 1) {
         // The depth the queue needs to hold the excess: ECN's marking band
         // while DCQCN holds it, else XOFF. A drop threshold below that
         // tail-drops, and the queue never reaches XOFF to pause. Below
