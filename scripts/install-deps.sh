@@ -17,6 +17,8 @@ packages=(
   nlohmann-json3-dev
   libyaml-cpp-dev
   libsystemd-dev systemd
+  # SONiC switches keep their state in Redis: the client, and a real server for the tests.
+  libhiredis-dev redis-server
   libgtest-dev libgmock-dev
   libbenchmark-dev
   iproute2 procps openssl curl

@@ -13,6 +13,7 @@
 #include "agents/switch/file_backend.h"
 #include "agents/switch/file_config_backend.h"
 #include "agents/switch/linux_backend.h"
+#include "agents/switch/sonic_backend.h"
 #include <filesystem>
 #include "agents/switch/switch_agent.h"
 #include "common/agent_loop.h"
@@ -30,7 +31,9 @@ int main(int argc, char** argv) {
   CLI::App app{
       "rocefab-switchd: reads a switch's port, queue and buffer counters and streams them to "
       "rocefab-collectord, and applies the controller's desired config.\nBackends: linux (the "
-      "kernel's routing and interfaces, through netlink), file (switches emulated by rocefab-lab)."};
+      "kernel's routing and interfaces, through netlink), sonic (SONiC's Redis databases: "
+      "COUNTERS_DB, APPL_DB and STATE_DB read, CONFIG_DB written), file (switches emulated by "
+      "rocefab-lab)."};
   app.get_formatter()->column_width(36);
   std::string collector = "127.0.0.1:9410", interval_text = "1s", backend_name = "file",
               state_dir, switch_name, output = "json", log_level = "info", listen = "0.0.0.0:9413",
@@ -39,10 +42,19 @@ int main(int argc, char** argv) {
   app.add_option("--collector", collector, "rocefab-collectord gRPC address")->capture_default_str();
   app.add_option("--interval", interval_text, "poll interval, e.g. 1s")->capture_default_str();
   app.add_option("--backend", backend_name, "where counters come from")
-      ->check(CLI::IsMember({"file", "linux"}))
+      ->check(CLI::IsMember({"file", "linux", "sonic"}))
       ->capture_default_str();
   app.add_option("--state-dir", state_dir,
-                 "file backend: directory holding <switch>/counters.json");
+                 "file backend: directory holding <switch>/counters.json; linux and sonic: where "
+                 "the applied config is kept");
+  std::string sonic_db_config = "/var/run/redis/sonic-db/database_config.json", redis_address;
+  app.add_option("--sonic-db-config", sonic_db_config,
+                 "sonic: SONiC's database_config.json (database ids, Redis socket); when it is "
+                 "absent SONiC's default ids are used")
+      ->capture_default_str();
+  app.add_option("--redis", redis_address,
+                 "sonic: Redis address, unix:/path or host:port (default: the socket "
+                 "database_config.json names, else unix:/var/run/redis/redis.sock)");
   app.add_option("--switch-name", switch_name, "switch to report (default: the system hostname)");
   app.add_option("--listen", listen,
                  "gRPC address of the SwitchAgent service (ApplyConfig, GetState); port 0 picks one")
@@ -61,7 +73,8 @@ int main(int argc, char** argv) {
   std::string config_path;
   app.add_option("--config", config_path, "YAML config (SwitchdConfig keys: collector, interval, backend, "
                                           "state_dir, switch_name, listen, applied_state, spool_dir, tls, "
-                                          "authorization, metrics_listen, metrics_web_config); flags override it")
+                                          "authorization, metrics_listen, metrics_web_config, sonic_db_config, "
+                                          "redis); flags override it")
       ->check(CLI::ExistingFile);
   SecurityFlags security;
   AddSecurityFlags(app, &security, /*serves_rpcs=*/true);
@@ -82,8 +95,11 @@ int main(int argc, char** argv) {
   from_config("--listen", config.listen(), &listen);
   from_config("--applied-state", config.applied_state(), &applied_state);
   from_config("--spool-dir", config.spool_dir(), &spool_dir);
-  if (backend_name != "file" && backend_name != "linux")
-    return UsageError(kProgram, absl::InvalidArgumentError(StrCat("backend: '", backend_name, "' is neither file nor linux")));
+  from_config("--sonic-db-config", config.sonic_db_config(), &sonic_db_config);
+  from_config("--redis", config.redis(), &redis_address);
+  if (backend_name != "file" && backend_name != "linux" && backend_name != "sonic")
+    return UsageError(kProgram, absl::InvalidArgumentError(
+                                    StrCat("backend: '", backend_name, "' is not file, linux or sonic")));
 
   if (auto status = ApplyLogLevel(log_level); !status.ok()) return UsageError(kProgram, status);
   auto interval = ResolveDurationUs("--interval", app.count("--interval") > 0, interval_text,
@@ -96,20 +112,32 @@ int main(int argc, char** argv) {
     gethostname(name, sizeof name - 1);
     switch_name = name;
   }
-  if (state_dir.empty())
+  if (state_dir.empty() && !(once && backend_name != "file"))
     return UsageError(kProgram, absl::InvalidArgumentError(
-                                    "--state-dir is needed (file backend: the lab's tree; linux: "
-                                    "where the applied config is kept)"));
+                                    "--state-dir is needed (file backend: the lab's tree; linux and "
+                                    "sonic: where the applied config is kept)"));
   // The linux backend serves both halves; the file backend has one object each.
   std::unique_ptr<switchd::LinuxBackend> linux_backend;
   std::unique_ptr<switchd::FileBackend> file_counters;
   std::unique_ptr<switchd::FileConfigBackend> file_config;
+  std::unique_ptr<switchd::SonicBackend> sonic_counters;
+  std::unique_ptr<switchd::SonicConfigBackend> sonic_config;
   switchd::SwitchBackend* counters_backend = nullptr;
   switchd::ConfigBackend* config_backend = nullptr;
   if (backend_name == "linux") {
     linux_backend = std::make_unique<switchd::LinuxBackend>(switch_name);
     counters_backend = linux_backend.get();
     config_backend = linux_backend.get();
+  } else if (backend_name == "sonic") {
+    auto layout = switchd::ResolveSonicDbLayout(sonic_db_config, redis_address);
+    if (!layout.ok()) return UsageError(kProgram, layout.status());
+    LOG_INFO("switchd", "SONiC databases at ", layout->address.ToString(), ": APPL_DB ", layout->appl_db,
+             ", COUNTERS_DB ", layout->counters_db, ", CONFIG_DB ", layout->config_db, ", STATE_DB ",
+             layout->state_db);
+    sonic_counters = std::make_unique<switchd::SonicBackend>(*layout, switch_name);
+    sonic_config = std::make_unique<switchd::SonicConfigBackend>(*layout, switch_name);
+    counters_backend = sonic_counters.get();
+    config_backend = sonic_config.get();
   } else {
     file_counters = std::make_unique<switchd::FileBackend>(state_dir, switch_name);
     file_config = std::make_unique<switchd::FileConfigBackend>(state_dir, switch_name);

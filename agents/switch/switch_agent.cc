@@ -41,6 +41,7 @@ void AppendReading(const SwitchReading& reading, int64_t timestamp_us, BatchBuil
   auto* health = batch->mutable_health();
   health->set_skipped_values(health->skipped_values() + reading.unknown_keys);
   health->set_parse_errors(health->parse_errors() + reading.bad_values);
+  health->set_skipped_values(health->skipped_values() + reading.degraded.size());
 }
 
 nlohmann::json ReadingToJson(const SwitchReading& reading) {
@@ -61,7 +62,10 @@ nlohmann::json ReadingToJson(const SwitchReading& reading) {
   return {{"switch", reading.name},
           {"ports", std::move(ports)},
           {"buffer_pools", reading.buffer_pools},
-          {"health", {{"unknown_keys", reading.unknown_keys}, {"bad_values", reading.bad_values}}}};
+          {"health",
+           {{"unknown_keys", reading.unknown_keys},
+            {"bad_values", reading.bad_values},
+            {"degraded", reading.degraded}}}};
 }
 
 SwitchAgent::SwitchAgent(SwitchBackend& backend, TelemetryShipper& shipper, const Clock& clock)
@@ -80,6 +84,11 @@ void SwitchAgent::PollOnce() {
   } else {
     if (consecutive_failures_ > 0) LOG_INFO(kLog, "counters readable again");
     consecutive_failures_ = 0;
+    if (reading->degraded != degraded_) {
+      for (const auto& what : reading->degraded) LOG_WARN(kLog, "degraded: ", what);
+      if (reading->degraded.empty() && !degraded_.empty()) LOG_INFO(kLog, "no longer degraded");
+      degraded_ = reading->degraded;
+    }
     AppendReading(*reading, now_us, &builder_, &batch);
   }
   shipper_.Enqueue(std::move(batch));

@@ -34,6 +34,7 @@ class SwitchAgent final {
   const Clock& clock_;
   BatchBuilder builder_;
   uint64_t consecutive_failures_ = 0;
+  std::vector<std::string> degraded_;  // as last logged
 };
 
 }  // namespace rocefab::switchd

@@ -1,11 +1,12 @@
 #pragma once
 // What rocefab-switchd needs from a switch, behind one interface: the `file`
-// backend reads what the lab writes; a `linux` backend (netlink) and a
-// `sonic` backend (COUNTERS_DB) sit behind the same calls.
+// backend reads what the lab writes, the `linux` backend the kernel
+// (netlink), the `sonic` backend SONiC's COUNTERS_DB.
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -28,6 +29,9 @@ struct SwitchReading {
   std::map<std::string, std::map<std::string, uint64_t>> buffer_pools;
   uint64_t unknown_keys = 0;  // names outside the vocabulary, skipped
   uint64_t bad_values = 0;    // values that were not non-negative integers
+  // Sources the backend expected and did not find this poll (a SONiC map or
+  // table that is missing), in words an operator can act on.
+  std::vector<std::string> degraded;
 };
 
 class SwitchBackend {

@@ -75,6 +75,33 @@ Daemon StartDaemon(std::vector<std::string> argv, const std::string& log_path,
   return daemon;
 }
 
+RedisServer::RedisServer() : socket_(dir_ / "redis.sock") { Start(); }
+
+void RedisServer::Start() {
+  error_.clear();
+  if (access("/usr/bin/redis-server", X_OK) != 0) {
+    error_ = "redis-server is not installed (Debian package redis-server)";
+    return;
+  }
+  // Redis sends READY=1 in a message of its own, without a STATUS=.
+  NotifySocket ready;
+  process_ = std::make_unique<Subprocess>(Subprocess::Options{
+      {"/usr/bin/redis-server", "--port", "0", "--unixsocket", socket_, "--save", "", "--appendonly", "no",
+       "--supervised", "systemd", "--databases", "16", "--dir", dir_.path(), "--logfile", dir_ / "redis.log"},
+      {{"NOTIFY_SOCKET", ready.path()}},
+      "",
+      dir_ / "redis.stderr"});
+  if (!ready.WaitReady(std::chrono::seconds(20)).has_value())
+    error_ = "redis-server did not become ready: " + ReadFile(dir_ / "redis.log");
+}
+
+void RedisServer::Stop() {
+  if (!process_) return;
+  process_->Signal(SIGTERM);
+  process_->Wait();
+  process_.reset();
+}
+
 int RunCommand(const std::vector<std::string>& argv, std::string* out, std::string* err) {
   TempDir dir;
   int code;

@@ -64,6 +64,25 @@ struct Daemon {
 Daemon StartDaemon(std::vector<std::string> argv, const std::string& log_path,
                    std::chrono::seconds timeout = std::chrono::seconds(20));
 
+// A real redis-server (Debian's) on a unix socket in its own directory,
+// nothing persisted, ready (it says READY=1 through NOTIFY_SOCKET) when the
+// constructor returns. `error()` says why not, when it could not start.
+class RedisServer final {
+ public:
+  RedisServer();
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  const std::string& socket() const { return socket_; }
+  void Stop();   // SIGTERM, and wait
+  void Start();  // again, on the same socket (empty: its data is gone)
+
+ private:
+  TempDir dir_;
+  std::string socket_;
+  std::string error_;
+  std::unique_ptr<Subprocess> process_;
+};
+
 // A throwaway CA and certificates (rocefab-dev-ca), so tests run the
 // daemons with mutual TLS and authorization on, as production does.
 class DevCa final {
