@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc)
 ARGS ?=
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build test demo bench fuzz clean format
+.PHONY: all deps configure build test demo demo-build bench fuzz clean format
 
 all: build
 
@@ -29,7 +29,16 @@ build: configure
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
-demo: build
+# The demo builds only what it runs: the five programs and the lab.
+DEMO_TARGETS = rocefab rocefab-collectord rocefab-controllerd rocefab-hostd rocefab-switchd rocefab-lab
+
+demo-build: configure
+	@echo "building the demo's programs into $(BUILD_DIR)/ (log: $(BUILD_DIR)/build.log)"
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target $(DEMO_TARGETS) > $(BUILD_DIR)/build.log 2>&1 || \
+	  { grep -E -A8 "error|is not defined|undefined reference" $(BUILD_DIR)/build.log | head -120; \
+	    tail -5 $(BUILD_DIR)/build.log; echo "build failed; full log: $(BUILD_DIR)/build.log"; exit 1; }
+
+demo: demo-build
 	@bash scripts/demo.sh $(BUILD_DIR) $(ARGS)
 
 bench: build
