@@ -31,9 +31,10 @@ void AgentLoop::Run(boost::asio::io_context& io, int64_t flush_timeout_us) {
   std::function<void(const boost::system::error_code&)> tick =
       [&](const boost::system::error_code& ec) {
         if (ec || stopping) return;
+        const int64_t started_us = clock_.MonotonicUs();
         poll_();
-        ++polls_;
         const int64_t now_us = clock_.MonotonicUs();
+        Record(now_us - started_us);
         if (watchdog_us > 0 && now_us - last_ping_us >= watchdog_us) {
           systemd::NotifyWatchdog();
           last_ping_us = now_us;
@@ -52,6 +53,26 @@ void AgentLoop::Run(boost::asio::io_context& io, int64_t flush_timeout_us) {
   if (!shipper_.Flush(flush_timeout_us))
     LOG_WARN("agent", "stopping with ", shipper_.stats().pending, " unacked batches");
   shipper_.Stop();
+}
+
+uint64_t AgentLoop::polls() const {
+  std::lock_guard lock(mu_);
+  return times_.polls;
+}
+
+AgentLoop::PollTimes AgentLoop::poll_times() const {
+  std::lock_guard lock(mu_);
+  return times_;
+}
+
+void AgentLoop::Record(int64_t us) {
+  std::lock_guard lock(mu_);
+  ++times_.polls;
+  times_.total_us += us;
+  times_.last_us = us;
+  if (us > interval_us_) ++times_.overruns;
+  for (size_t i = 0; i < kPollBucketsUs.size(); ++i)
+    if (us <= kPollBucketsUs[i]) ++times_.buckets[i];
 }
 
 }  // namespace rocefab

@@ -4,8 +4,10 @@
 // thread), which also pings the systemd watchdog, so a stuck poll stops the
 // pings. On SIGINT or SIGTERM it stops polling and flushes the shipper.
 
+#include <array>
 #include <boost/asio/io_context.hpp>
 #include <functional>
+#include <mutex>
 
 #include "common/clock.h"
 #include "common/telemetry_shipper.h"
@@ -20,14 +22,29 @@ class AgentLoop final {
   // Polls until SIGINT or SIGTERM, then waits up to `flush_timeout_us` for
   // the shipper's queue to drain, and stops it.
   void Run(boost::asio::io_context& io, int64_t flush_timeout_us);
-  uint64_t polls() const { return polls_; }
+  uint64_t polls() const;
+
+  // How long polls take, for /metrics: a histogram over kPollBucketsUs.
+  static constexpr std::array<int64_t, 9> kPollBucketsUs = {500,     1'000,   5'000,     10'000,   50'000,
+                                                           100'000, 500'000, 1'000'000, 5'000'000};
+  struct PollTimes {
+    uint64_t polls = 0;
+    int64_t total_us = 0;
+    int64_t last_us = 0;
+    uint64_t overruns = 0;  // polls that took longer than the interval
+    std::array<uint64_t, kPollBucketsUs.size()> buckets{};  // cumulative: count <= bound
+  };
+  PollTimes poll_times() const;
+  int64_t interval_us() const { return interval_us_; }
 
  private:
+  void Record(int64_t us);
   int64_t interval_us_;
   std::function<void()> poll_;
   TelemetryShipper& shipper_;
   const Clock& clock_;
-  uint64_t polls_ = 0;
+  mutable std::mutex mu_;
+  PollTimes times_;
 };
 
 }  // namespace rocefab

@@ -53,6 +53,9 @@ uint64_t TelemetryShipper::Enqueue(v1::TelemetryBatch batch) {
   batch.set_agent_boot_id(options_.agent_boot_id);
   batch.set_agent_kind(options_.agent_kind);
   batch.set_seq(seq);
+  stats_.skipped_values += batch.health().skipped_values();
+  stats_.parse_errors += batch.health().parse_errors();
+  stats_.source_errors += batch.health().source_errors();
   v1::DeliveryStats* delivery = batch.mutable_delivery();
   delivery->set_stream_failures(stats_.stream_failures);
   delivery->set_dropped_overflow(stats_.dropped_overflow);

@@ -71,6 +71,10 @@ class TelemetryShipper final {
     uint64_t spool_bytes = 0;
     uint64_t spool_corrupt = 0;
     bool connected = false;
+    // Sums of the enqueued batches' source health.
+    uint64_t skipped_values = 0;
+    uint64_t parse_errors = 0;
+    uint64_t source_errors = 0;
   };
 
   TelemetryShipper(Options options, const Clock& clock);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/config_loader.h"
+#include "common/agent_metrics.h"
 #include "common/daemon_setup.h"
 #include "common/fs_root.h"
 #include "common/grpc_util.h"
@@ -121,7 +122,12 @@ int main(int argc, char** argv) {
   if (!metrics_flags.web_config.empty()) config.set_metrics_web_config(metrics_flags.web_config);
   auto registry = std::make_shared<prometheus::Registry>();
   authorizer.CountIn(&AddDeniedRpcs(*registry));
-  auto started = StartMetrics(config.metrics_listen(), config.metrics_web_config(), config.tls(), {registry});
+  // The endpoint holds its collectables weakly: they live here.
+  const std::vector<std::shared_ptr<prometheus::Collectable>> collectables = {
+      registry, BuildInfoCollectable(kProgram),
+      GaugeOf("rocefab_controller_desired_generation", "The config generation the controller wants in force",
+              [&controller] { return static_cast<double>(controller.generation()); })};
+  auto started = StartMetrics(config.metrics_listen(), config.metrics_web_config(), config.tls(), collectables);
   if (!started.ok()) return UsageError(kProgram, started.status());
   std::unique_ptr<MetricsServer> metrics = std::move(*started);
   // Idle unless the running policy has a zone on `scheme: te`.

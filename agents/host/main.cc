@@ -15,6 +15,7 @@
 #include "agents/host/host_poller.h"
 #include "agents/host/link_state.h"
 #include "common/agent_loop.h"
+#include "common/agent_metrics.h"
 #include "common/daemon_setup.h"
 #include "common/duration.h"
 #include "common/grpc_util.h"
@@ -92,6 +93,10 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
   SecurityFlags security;
   AddSecurityFlags(app, &security, /*serves_rpcs=*/false);
+  MetricsFlags metrics_flags;
+  AddMetricsFlags(app, &metrics_flags,
+                  "Prometheus /metrics address (the agent's own metrics, docs/metrics.md), e.g. "
+                  "0.0.0.0:9412; default none");
   if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
 
   constexpr char kProgram[] = "rocefab-hostd";
@@ -113,6 +118,8 @@ int main(int argc, char** argv) {
   if (app.count("--host-name")) config.set_host_name(host_name);
   if (no_netlink) config.set_netlink(false);
   if (app.count("--spool-dir")) config.set_spool_dir(spool_dir);
+  if (app.count("--metrics-listen")) config.set_metrics_listen(metrics_flags.listen);
+  if (app.count("--metrics-web-config")) config.set_metrics_web_config(metrics_flags.web_config);
   for (const auto& pattern : inspector_globs) config.add_inspector_globs(pattern);
   auto interval = ResolveDurationUs("--interval", app.count("--interval") > 0, interval_text,
                                     config.has_interval(), config.interval());
@@ -168,11 +175,17 @@ int main(int argc, char** argv) {
         std::vector<std::string>(config.inspector_globs().begin(), config.inspector_globs().end()));
   hostd::HostAgent agent(poller, shipper, proc, clock, inspector.get());
   AgentLoop loop(interval_us, [&] { agent.PollOnce(); }, shipper, clock);
+  auto components = SystemComponents();
+  for (const auto& [device, version] : hostd::NicFirmwareVersions(sysfs)) components[device + " firmware"] = version;
+  // The endpoint holds its collectables weakly: they live here.
+  auto self_metrics = std::make_shared<AgentMetrics>(kProgram, loop, shipper, std::move(components));
+  auto metrics = StartMetrics(config.metrics_listen(), config.metrics_web_config(), config.tls(), {self_metrics});
+  if (!metrics.ok()) return UsageError(kProgram, metrics.status());
   boost::asio::io_context io;
   LOG_INFO("hostd", "host ", config.host_name(), ": polling every ", FormatDurationUs(interval_us),
            ", shipping to ", config.collector(), " (agent boot id ", shipper.agent_boot_id(), ")");
-  systemd::NotifyReady(StrCat("polling host=", config.host_name(),
-                                    " collector=", config.collector()));
+  systemd::NotifyReady(StrCat("polling host=", config.host_name(), " collector=", config.collector(),
+                              *metrics ? StrCat(" metrics=", (*metrics)->bound_address()) : std::string()));
   loop.Run(io, /*flush_timeout_us=*/3'000'000);
 
   // One JSON line of delivery accounting, for operators and tests.

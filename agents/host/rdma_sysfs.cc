@@ -164,4 +164,18 @@ void RdmaSysfsReader::ReadPort(const std::string& port_dir, NicReading* nic,
   }
 }
 
+std::map<std::string, std::string> NicFirmwareVersions(const FsRoot& sysfs) {
+  std::map<std::string, std::string> out;
+  auto devices = sysfs.ListDir("class/infiniband");
+  if (!devices.ok()) return out;
+  for (const auto& device : *devices) {
+    auto text = sysfs.ReadFile(StrCat("class/infiniband/", device, "/fw_ver"));
+    if (!text.ok()) continue;
+    std::string version = *text;
+    while (!version.empty() && (version.back() == '\n' || version.back() == ' ')) version.pop_back();
+    if (!version.empty() && version.size() <= 64) out[device] = version;
+  }
+  return out;
+}
+
 }  // namespace rocefab::hostd

@@ -73,4 +73,8 @@ class RdmaSysfsReader final {
   FileCache files_;
 };
 
+// Each RDMA device's firmware version, from class/infiniband/<dev>/fw_ver
+// (the RDMA core's attribute); devices without one are left out.
+std::map<std::string, std::string> NicFirmwareVersions(const FsRoot& sysfs);
+
 }  // namespace rocefab::hostd

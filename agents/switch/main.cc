@@ -17,6 +17,7 @@
 #include <filesystem>
 #include "agents/switch/switch_agent.h"
 #include "common/agent_loop.h"
+#include "common/agent_metrics.h"
 #include "common/authz.h"
 #include "common/daemon_setup.h"
 #include "common/duration.h"
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
   SecurityFlags security;
   AddSecurityFlags(app, &security, /*serves_rpcs=*/true);
   MetricsFlags metrics_flags;
-  AddMetricsFlags(app, &metrics_flags, "Prometheus /metrics address (denied RPCs); default none");
+  AddMetricsFlags(app, &metrics_flags, "Prometheus /metrics address (the agent's own metrics, docs/metrics.md); default none");
   if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
 
   v1::SwitchdConfig config;
@@ -176,10 +177,16 @@ int main(int argc, char** argv) {
   from_config("--metrics-web-config", config.metrics_web_config(), &metrics_flags.web_config);
   auto registry = std::make_shared<prometheus::Registry>();
   authorizer.CountIn(&AddDeniedRpcs(*registry));
-  auto started = StartMetrics(metrics_flags.listen, metrics_flags.web_config, config.tls(), {registry});
+  // The endpoint holds its collectables weakly: they live here.
+  auto build_info = BuildInfoCollectable(kProgram);
+  auto started = StartMetrics(metrics_flags.listen, metrics_flags.web_config, config.tls(), {registry, build_info});
   if (!started.ok()) return UsageError(kProgram, started.status());
   std::unique_ptr<MetricsServer> metrics = std::move(*started);
   switchd::ConfigService config_service(applier, authorizer);
+  config_service.CountIn(&AddCounterFamily(*registry, "rocefab_switchd_applies_total",
+                                           "ApplyConfig calls by result: ok, rolled_back, refused"),
+                         &AddGauge(*registry, "rocefab_switchd_applied_generation",
+                                   "The config generation in force on this switch"));
   auto server = StartGrpcServer(listen, config.tls(), {&config_service});
   if (!server.ok()) {
     std::cerr << kProgram << ": " << server.status().message() << "\n";
@@ -196,7 +203,20 @@ int main(int argc, char** argv) {
   TelemetryShipper shipper(options, clock);
   if (auto status = shipper.Start(); !status.ok()) return UsageError(kProgram, status);
   switchd::SwitchAgent agent(backend, shipper, clock);
+  agent.CountDegradedIn(&AddGauge(*registry, "rocefab_switchd_degraded_sources",
+                                  "Tables the backend expected and did not find at the last poll "
+                                  "(the log names them)"));
   AgentLoop loop(*interval, [&] { agent.PollOnce(); }, shipper, clock);
+  std::shared_ptr<AgentMetrics> self_metrics;
+  if (metrics) {
+    auto components = SystemComponents();
+    if (backend_name == "sonic")
+      if (auto version = switchd::SonicImageVersion("/etc/sonic/sonic_version.yml"); !version.empty())
+        components["sonic"] = version;
+    self_metrics = std::make_shared<AgentMetrics>(kProgram, loop, shipper, std::move(components),
+                                                  /*build_info=*/false);
+    metrics->Register(self_metrics);
+  }
   boost::asio::io_context io;
   LOG_INFO("switchd", "switch ", switch_name, ": ", backend_name, " backend, polling every ",
            FormatDurationUs(*interval), ", shipping to ", collector);

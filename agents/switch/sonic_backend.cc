@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "common/counters.h"
 #include "common/fs_root.h"
@@ -238,6 +239,18 @@ absl::StatusOr<SonicDbLayout> ResolveSonicDbLayout(const std::string& db_config_
     layout.address = *address;
   }
   return layout;
+}
+
+std::string SonicImageVersion(const std::string& path) {
+  auto text = ReadWholeFile(path);
+  if (!text.ok()) return "";
+  try {
+    YAML::Node root = YAML::Load(*text);
+    if (root.IsMap() && root["build_version"] && root["build_version"].IsScalar())
+      return root["build_version"].as<std::string>();
+  } catch (const YAML::Exception&) {
+  }
+  return "";
 }
 
 SwitchReading MapSonicTables(const std::string& switch_name, const SonicTables& t) {

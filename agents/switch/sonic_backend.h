@@ -44,6 +44,10 @@ absl::StatusOr<SonicDbLayout> ParseSonicDbConfig(std::string_view json_text);
 absl::StatusOr<SonicDbLayout> ResolveSonicDbLayout(const std::string& db_config_path,
                                                    const std::string& redis_address);
 
+// The image's build_version from SONiC's /etc/sonic/sonic_version.yml
+// (SONiC keeps no image version in Redis); "" when unreadable.
+std::string SonicImageVersion(const std::string& path);
+
 // What one poll read, before mapping: the hashes by name.
 struct SonicTables {
   using Hash = std::map<std::string, std::string>;

@@ -89,6 +89,7 @@ void SwitchAgent::PollOnce() {
       if (reading->degraded.empty() && !degraded_.empty()) LOG_INFO(kLog, "no longer degraded");
       degraded_ = reading->degraded;
     }
+    if (degraded_gauge_) degraded_gauge_->Set(static_cast<double>(reading->degraded.size()));
     AppendReading(*reading, now_us, &builder_, &batch);
   }
   shipper_.Enqueue(std::move(batch));

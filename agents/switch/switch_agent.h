@@ -4,6 +4,8 @@
 // buffer pools) and hand it to the shipper. common/agent_loop.h calls it
 // every interval.
 
+#include <prometheus/gauge.h>
+
 #include <nlohmann/json.hpp>
 
 #include "agents/switch/switch_backend.h"
@@ -27,6 +29,8 @@ class SwitchAgent final {
  public:
   SwitchAgent(SwitchBackend& backend, TelemetryShipper& shipper, const Clock& clock);
   void PollOnce();
+  // Keeps `gauge` at the number of degraded sources of the last reading.
+  void CountDegradedIn(prometheus::Gauge* gauge) { degraded_gauge_ = gauge; }
 
  private:
   SwitchBackend& backend_;
@@ -35,6 +39,7 @@ class SwitchAgent final {
   BatchBuilder builder_;
   uint64_t consecutive_failures_ = 0;
   std::vector<std::string> degraded_;  // as last logged
+  prometheus::Gauge* degraded_gauge_ = nullptr;
 };
 
 }  // namespace rocefab::switchd

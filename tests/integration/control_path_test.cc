@@ -462,6 +462,17 @@ TEST_F(ControlPath, EveryRpcOfEveryServiceIsAllowedOrDeniedByTheCallersCertifica
     ASSERT_TRUE(body.has_value()) << metrics;
     EXPECT_NE(body->find("rocefab_grpc_denied_total{method=\"" + method + "\"}"), std::string::npos) << *body;
   }
+  // The controller and the switch agent also say what they are and how they run.
+  auto controller = testing::HttpGet(controller_metrics_, "/metrics");
+  ASSERT_TRUE(controller.has_value());
+  EXPECT_NE(controller->find("program=\"rocefab-controllerd\""), std::string::npos) << *controller;
+  EXPECT_NE(controller->find("rocefab_controller_desired_generation "), std::string::npos) << *controller;
+  auto agent = testing::HttpGet(agent_metrics_, "/metrics");
+  ASSERT_TRUE(agent.has_value());
+  for (const char* series : {"program=\"rocefab-switchd\"", "rocefab_agent_poll_duration_seconds_count ",
+                             "rocefab_agent_component_info{component=\"kernel\"", "rocefab_switchd_degraded_sources 0\n",
+                             "rocefab_switchd_applied_generation "})
+    EXPECT_NE(agent->find(series), std::string::npos) << series << "\n" << *agent;
 }
 
 }  // namespace

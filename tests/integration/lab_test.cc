@@ -210,6 +210,35 @@ namespace {
 // The control path in the lab: the controller rolls out plain ECMP, then
 // E-ECMP at 20 s; the job's bus bandwidth must rise and the rack uplinks'
 // imbalance fall once the switch agents apply it.
+// SONiC switches end to end: counters through COUNTERS_DB, the controller's
+// rollouts through CONFIG_DB, the storm found as on the file backend.
+TEST(Lab, SonicSwitchesCarryAStormAndTwoRolloutsThroughRedis) {
+  testing::TempDir dir;
+  const std::string run_dir = dir / "run";
+  std::string out, err;
+  ASSERT_EQ(testing::RunCommand({testing::BinDir() + "/rocefab-lab", "run",
+                                 std::string(ROCEFAB_SOURCE_DIR) + "/lab/scenarios/sonic_storm.yaml",
+                                 "--run-dir", run_dir, "--duration", "36", "--timeline-every", "2",
+                                 "--live-dir", "/dev/shm/rocefab-lab-sonic-" + std::to_string(getpid()),
+                                 "--show", "job diagnose 4741 --window 1m --limit 2"},
+                                &out, &err),
+            0)
+      << out << err;
+  EXPECT_NE(out.find("switches run SONiC's databases in redis-server"), std::string::npos) << out;
+  // Both rollouts reached every switch's CONFIG_DB, and the model routes by it.
+  size_t rollouts = 0;
+  for (size_t at = 0; (at = out.find("CONFIG 12 switch(es) now route by applied config (from CONFIG_DB)", at)) !=
+                      std::string::npos;
+       ++at)
+    ++rollouts;
+  EXPECT_GE(rollouts, 2u) << out;
+  EXPECT_NE(out.find("most likely cause: pfc_storm on z1-r03-h1/mlx5_3"), std::string::npos) << out;
+  // The agents read SONiC's databases, and applied both generations there.
+  const std::string log = testing::ReadFile(run_dir + "/logs/switchd-z1-rtsw01.log");
+  EXPECT_NE(log.find("SONiC databases at unix:"), std::string::npos) << log;
+  EXPECT_NE(log.find("generation 2 applied"), std::string::npos) << log;
+}
+
 TEST(Lab, EcmpToEecmpRaisesBusBandwidthWithTheRealControlPath) {
   testing::TempDir dir;
   const std::string run_dir = dir / "run";

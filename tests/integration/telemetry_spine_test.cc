@@ -91,8 +91,9 @@ class TelemetrySpine : public ::testing::Test {
     const std::string out = out_name.empty() ? host : out_name;
     hostds_.push_back(std::make_unique<Subprocess>(Subprocess::Options{
         argv, {{"NOTIFY_SOCKET", notify.path()}}, dir_ / (out + ".out"), dir_ / (out + ".log")}));
-    ASSERT_TRUE(notify.WaitReady(std::chrono::seconds(20)).has_value())
-        << testing::ReadFile(dir_ / (host + ".log"));
+    auto status = notify.WaitReady(std::chrono::seconds(20));
+    ASSERT_TRUE(status.has_value()) << testing::ReadFile(dir_ / (host + ".log"));
+    hostd_status_ = *status;
   }
 
   int64_t Batches(const std::string& host) {
@@ -144,6 +145,7 @@ class TelemetrySpine : public ::testing::Test {
   std::unique_ptr<Subprocess> collector_;
   std::vector<std::unique_ptr<Subprocess>> hostds_;
   std::string grpc_address_, metrics_address_;
+  std::string hostd_status_;  // the last started hostd's STATUS= line
 };
 
 TEST_F(TelemetrySpine, TwoHostAgentsReportAndTheCliShowsThem) {
@@ -444,6 +446,34 @@ TEST_F(TelemetrySpine, HostdOnceOnAFixtureTree) {
                                 &err),
             2);
   EXPECT_NE(err.find("bad.yaml:2: key 'intervall': unknown key"), std::string::npos) << err;
+}
+
+// The agent's own /metrics, as node_exporter serves its own: versions, polls
+// and the stream, read live.
+TEST_F(TelemetrySpine, HostdServesItsOwnMetrics) {
+  StartCollector();
+  StartHostd("z1-r01-h1", "100ms", {"--metrics-listen", "127.0.0.1:0"});
+  const std::string address = testing::StatusField(hostd_status_, "metrics");
+  ASSERT_FALSE(address.empty()) << hostd_status_;
+  std::string body;
+  const auto acked = [&] {
+    auto scraped = testing::HttpGet(address, "/metrics");
+    if (!scraped) return false;
+    body = *scraped;
+    return body.find("rocefab_agent_batches_acked_total ") != std::string::npos &&
+           body.find("rocefab_agent_batches_acked_total 0\n") == std::string::npos &&
+           body.find("rocefab_agent_stream_up 1\n") != std::string::npos;
+  };
+  ASSERT_TRUE(testing::WaitFor(acked, std::chrono::seconds(20))) << body;
+  EXPECT_NE(body.find("rocefab_build_info{commit=\""), std::string::npos) << body;
+  EXPECT_NE(body.find("program=\"rocefab-hostd\""), std::string::npos) << body;
+  EXPECT_NE(body.find("rocefab_agent_component_info{component=\"mlx5_0 firmware\",version=\"28.39.1002\"} 1"),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find("rocefab_agent_component_info{component=\"kernel\""), std::string::npos) << body;
+  EXPECT_NE(body.find("rocefab_agent_poll_duration_seconds_count "), std::string::npos) << body;
+  EXPECT_NE(body.find("rocefab_agent_poll_interval_seconds 0.1\n"), std::string::npos) << body;
+  EXPECT_NE(body.find("rocefab_agent_source_problems_total{kind=\"source\"} 0\n"), std::string::npos) << body;
 }
 
 }  // namespace

@@ -1,0 +1,51 @@
+#pragma once
+// What rocefab-hostd and rocefab-switchd say about themselves on /metrics,
+// as node_exporter does: build and component versions, how polls go, what
+// the sources could not give, and the state of the stream to the collector.
+// Read from the loop and the shipper when scraped (docs/metrics.md, "Agent
+// self-metrics").
+
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/agent_loop.h"
+#include "common/telemetry_shipper.h"
+
+namespace rocefab {
+
+class AgentMetrics final : public prometheus::Collectable {
+ public:
+  // `components`: versions the agent sees, e.g. {"kernel", "6.1.0-18-amd64"},
+  // {"mlx5_0 firmware", "28.39.1002"}.
+  // `build_info`: also serve rocefab_build_info (off where the daemon
+  // serves it already).
+  AgentMetrics(std::string program, const AgentLoop& loop, const TelemetryShipper& shipper,
+               std::map<std::string, std::string> components = {}, bool build_info = true);
+  void SetComponents(std::map<std::string, std::string> components);
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  std::string program_;
+  const AgentLoop& loop_;
+  const TelemetryShipper& shipper_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::string> components_;
+  bool build_info_;
+};
+
+// What every agent sees of its machine: {"kernel": uname's release}.
+std::map<std::string, std::string> SystemComponents();
+
+// rocefab_build_info{program, version, commit} 1, for every daemon.
+std::shared_ptr<prometheus::Collectable> BuildInfoCollectable(const std::string& program);
+// A gauge whose value `read` gives at each scrape.
+std::shared_ptr<prometheus::Collectable> GaugeOf(std::string name, std::string help, std::function<double()> read);
+
+}  // namespace rocefab
