@@ -1,5 +1,7 @@
 #include "lab/outputs.h"
 
+#include "lab/sonic_lab.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -225,6 +227,10 @@ absl::Status OutputWriter::WriteCounters(int64_t now_us) {
            {{"buffer_used_bytes", used},
             {"buffer_watermark_bytes", used + used / 5},
             {"buffer_size_bytes", static_cast<uint64_t>(model_.constants().buffer_bytes)}}}}}};
+    if (sonic_ != nullptr) {
+      if (auto s = sonic_->WriteSwitch(name, doc); !s.ok()) return s;
+      continue;
+    }
     if (auto s = WriteFileAtomic(StrCat(run_dir_, "/switches/", name, "/counters.json"), doc.dump());
         !s.ok())
       return s;

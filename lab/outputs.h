@@ -21,6 +21,8 @@ namespace rocefab::lab {
 
 using ::rocefab::WriteFileAtomic;
 
+class SonicLab;
+
 class OutputWriter final {
  public:
   OutputWriter(std::string run_dir, const FabricModel& model);
@@ -33,6 +35,9 @@ class OutputWriter final {
   absl::Status WriteCollectives(const std::vector<CollectiveRecord>& records, int64_t now_us);
 
   uint64_t files_written() const { return files_written_; }
+  // Switches write their readings into SONiC's databases instead of
+  // counters.json.
+  void UseSonic(SonicLab* sonic) { sonic_ = sonic; }
 
  private:
   absl::Status WriteIfChanged(const std::string& path, const std::string& content);
@@ -42,6 +47,7 @@ class OutputWriter final {
   const FabricModel& model_;
   std::map<std::string, std::string> last_;  // path -> last content
   uint64_t files_written_ = 0;
+  SonicLab* sonic_ = nullptr;
 };
 
 // "400 Gb/sec (4X NDR)" for a speed, as the kernel prints ports/N/rate.

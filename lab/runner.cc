@@ -26,6 +26,7 @@
 #include "common/topology.h"
 #include "lab/fabric_model.h"
 #include "lab/outputs.h"
+#include "lab/sonic_lab.h"
 #include "lab/topology_gen.h"
 #include "rocefab/v1/query.grpc.pb.h"
 
@@ -54,6 +55,9 @@ class Daemons {
   // `live` holds hosts/ and switches/, the trees the agents read.
   // With `with_controller`, rocefab-controllerd will listen on a unix socket
   // in the run directory, and the collector is told to poll it.
+  // Switch agents run with the sonic backend on `sonic`'s databases.
+  void UseSonic(const SonicLab* sonic) { sonic_ = sonic; }
+
   absl::Status Start(const v1::Topology& topo, double poll_interval_s, const std::string& live,
                      const std::vector<std::string>& collector_args, bool with_controller,
                      uint32_t collectors = 1) {
@@ -146,6 +150,10 @@ class Daemons {
       std::vector<std::string> argv = {bin_dir_ + "/rocefab-switchd", "--collector", shard_grpc_[shard_of_zone(sw.zone())], "--interval", interval,
             "--backend", "file", "--state-dir", live + "/switches", "--switch-name",
             sw.name(), "--listen", "127.0.0.1:0"};
+      if (sonic_ != nullptr) {
+        argv[6] = "sonic";
+        argv.insert(argv.end(), {"--sonic-db-config", sonic_->DbConfigPath(sw.name())});
+      }
       AddTls(&argv, sw.name());
       auto p = Subprocess::Spawn(
           {argv,
@@ -274,6 +282,7 @@ class Daemons {
   }
 
   std::string run_dir_, bin_dir_, grpc_, metrics_;
+  const SonicLab* sonic_ = nullptr;
   std::vector<std::string> shard_grpc_;  // one per collector shard
   std::vector<std::unique_ptr<Subprocess>> processes_;  // [0] is the collector
   std::map<std::string, std::string> switch_endpoints_;  // switch -> SwitchAgent gRPC
@@ -485,6 +494,21 @@ int Run(const RunOptions& options) {
   OutputWriter writer(live, **model);
   const Clock& clock = SystemClock::Instance();
   const int64_t start_us = clock.NowUs();
+  // SONiC switches: their databases in a real redis-server.
+  std::unique_ptr<SonicLab> sonic;
+  if (scenario->switch_backend() == "sonic" && options.write_files) {
+    auto started = SonicLab::Start(options.run_dir + "/sonic", (*topology)->proto(),
+                                   static_cast<uint64_t>((*model)->constants().buffer_bytes));
+    if (!started.ok()) return fail(started.status());
+    sonic = std::move(*started);
+    writer.UseSonic(sonic.get());
+    std::printf("rocefab-lab: switches run SONiC's databases in redis-server (%s/sonic/redis.sock); "
+                "their agents use --backend sonic\n",
+                options.run_dir.c_str());
+  } else if (!scenario->switch_backend().empty() && scenario->switch_backend() != "file") {
+    return fail(absl::InvalidArgumentError(
+        StrCat("switch_backend: '", scenario->switch_backend(), "' is neither file nor sonic")));
+  }
   if (options.write_files) {
     if (auto s = writer.Init(); !s.ok()) return fail(s);
     if (auto s = writer.WriteCounters(start_us); !s.ok()) return fail(s);
@@ -500,6 +524,7 @@ int Run(const RunOptions& options) {
               scenario->name().c_str(), topo.hosts_size(), topo.switches_size(), topo.links_size(),
               static_cast<size_t>(scenario->jobs().size()), static_cast<size_t>(scenario->faults().size()));
   Daemons daemons(options.run_dir, options.bin_dir);
+  daemons.UseSonic(sonic.get());
   if (options.daemons) {
     if (auto s = daemons.Start(topo, scenario->poll_interval_s(), live, options.collector_args,
                                 !scenario->policy().empty(), scenario->collectors());
@@ -612,6 +637,20 @@ int Run(const RunOptions& options) {
     int changed = 0;
     std::string example;
     for (const auto& sw : topo.switches()) {
+      if (sonic) {
+        // What orchagent and bgpcfgd would now run, from CONFIG_DB.
+        auto config = sonic->ReadConfigIfChanged(sw.name());
+        if (!config.ok()) {
+          std::printf("t=%6.1fs  CONFIG %s: CONFIG_DB unreadable (%s), routing unchanged\n", m.now_s(),
+                      sw.name().c_str(), std::string(config.status().message()).c_str());
+          continue;
+        }
+        if (!config->has_value()) continue;
+        m.SetAppliedConfig(**config);
+        ++changed;
+        if (example.empty()) example = "from CONFIG_DB";
+        continue;
+      }
       const std::string path = live + "/switches/" + sw.name() + "/applied.json";
       std::error_code e;
       const auto mtime = fs::last_write_time(path, e);
@@ -686,7 +725,12 @@ int Run(const RunOptions& options) {
     const int64_t now_us = options.realtime ? clock.NowUs()
                                             : zero_us + static_cast<int64_t>(m.now_s() * 1e6);
     if (options.write_files) {
-      if (auto s = writer.WriteCounters(now_us); !s.ok()) return fail(s);
+      if (auto s = writer.WriteCounters(now_us); !s.ok()) {
+        // Ctrl-C reaches the whole process group: the redis-server of SONiC
+        // switches may be gone before this last tick.
+        if (g_interrupted) break;
+        return fail(s);
+      }
       if (auto s = writer.WriteCollectives(records, now_us); !s.ok()) return fail(s);
     }
     for (size_t i = 0; i < m.faults().size(); ++i) {
