@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <google/protobuf/util/json_util.h>
 
 #include "common/strings.h"
 #include "cli/table.h"
@@ -91,6 +91,17 @@ void ReportRpcFailure(const std::string& daemon, const std::string& flag, const 
   err << "\n";
 }
 
+void PrintJson(const google::protobuf::Message& message, std::ostream& out) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  if (auto status = google::protobuf::util::MessageToJsonString(message, &json, options); !status.ok())
+    json = "{}\n";  // only a message with invalid UTF-8 in a string field
+  out << json;
+}
+
 int ExitCodeFor(const grpc::Status& status) {
   switch (status.error_code()) {
     case grpc::StatusCode::OK: return kExitOk;
@@ -141,25 +152,7 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
             [](const v1::AgentInfo& a, const v1::AgentInfo& b) { return a.agent_id() < b.agent_id(); });
 
   if (global.output == "json") {
-    nlohmann::json agents = nlohmann::json::array();
-    for (const auto& agent : response.agents()) {
-      agents.push_back({{"agent_id", agent.agent_id()},
-                        {"kind", AgentKindName(agent.kind())},
-                        {"connected", agent.connected()},
-                        {"agent_boot_id", agent.agent_boot_id()},
-                        {"host_boot_id", agent.host_boot_id()},
-                        {"first_seen_us", agent.first_seen_us()},
-                        {"last_seen_us", agent.last_seen_us()},
-                        {"batches", agent.batches()},
-                        {"samples", agent.samples()},
-                        {"last_seq", agent.last_seq()},
-                        {"skipped_values", agent.health().skipped_values()},
-                        {"parse_errors", agent.health().parse_errors()},
-                        {"source_errors", agent.health().source_errors()},
-                        {"stream_failures", agent.delivery().stream_failures()},
-                        {"dropped_batches", agent.delivery().dropped_overflow()}});
-    }
-    out << nlohmann::json{{"agents", agents}, {"now_us", response.now_us()}}.dump(2) << "\n";
+    PrintJson(response, out);
     return 0;
   }
   Table table({"AGENT", "KIND", "CONNECTED", "LAST SEEN", "BATCHES", "SAMPLES", "SKIPPED",
@@ -248,24 +241,7 @@ int RunCounters(const GlobalOptions& global, const CountersOptions& options, std
   }
 
   if (global.output == "json") {
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& row : response.rows()) {
-      nlohmann::json j = {{"scope", ScopeName(row.scope())},
-                          {"entity", row.entity()},
-                          {"port", row.port()},
-                          {"counter", row.counter()},
-                          {"kind", row.kind() == v1::VALUE_KIND_COUNTER ? "counter" : "gauge"},
-                          {"value", row.value()},
-                          {"timestamp_us", row.timestamp_us()},
-                          {"rate_per_second",
-                           row.has_rate() ? nlohmann::json(row.rate_per_second()) : nullptr}};
-      if (row.has_prio()) j["prio"] = row.prio();
-      if (row.has_queue()) j["queue"] = row.queue();
-      rows.push_back(std::move(j));
-    }
-    nlohmann::json j{{"counters", rows}, {"since", options.since}, {"now_us", response.now_us()}};
-    if (response.notes_size() > 0) j["notes"] = std::vector<std::string>(response.notes().begin(), response.notes().end());
-    out << j.dump(2) << "\n";
+    PrintJson(response, out);
     return response.rows().empty() ? kExitNoResult : kExitOk;
   }
   for (const auto& note : response.notes()) err << "note: " << note << "\n";

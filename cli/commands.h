@@ -1,4 +1,5 @@
 #pragma once
+#include <google/protobuf/message.h>
 // The rocefab CLI's commands. Each returns the process exit code (the
 // ExitCode values below; `rocefab --help` and docs/operations.md list them).
 
@@ -24,6 +25,11 @@ enum ExitCode : int {
 };
 // The exit code for a failed RPC.
 int ExitCodeFor(const grpc::Status& status);
+// Every `-o json`: the command's protobuf message, as protobuf's JSON
+// printer writes it (proto field names, enum value names, 64-bit integers as
+// strings, every field printed even when zero). One shape everywhere; the
+// field names are the .proto files' (docs/operations.md, "JSON output").
+void PrintJson(const google::protobuf::Message& message, std::ostream& out);
 // "HOST" -> "HOST:default_port" ("[::1]" too); anything with a port as is.
 std::string WithDefaultPort(const std::string& address, int default_port);
 

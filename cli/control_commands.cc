@@ -9,7 +9,6 @@
 
 #include <google/protobuf/util/json_util.h>
 
-#include <nlohmann/json.hpp>
 #include "cli/roce_check.h"
 #include "cli/table.h"
 #include "common/clock.h"
@@ -48,15 +47,6 @@ void Deadline(grpc::ClientContext* context, int seconds) {
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
 }
 
-void PrintJson(const google::protobuf::Message& message, std::ostream& out) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
-  out << json;
-}
 
 // Only a claim: daemons record the certificate's identity, and show this
 // name only in the plaintext mode, marked unauthenticated.
@@ -328,12 +318,20 @@ int RunCheckRoce(const GlobalOptions& g, const ControlOptions& o, const RoceChec
     if (sw.has_applied_qos()) qos[sw.switch_name()] = sw.applied_qos();
   const RoceCheck check = CheckRoce(**topology, nics, qos);
   if (g.output == "json") {
-    nlohmann::json j = {{"nics_checked", check.nics_checked}, {"notes", check.notes}, {"unknown", check.unknown}};
-    j["mismatches"] = nlohmann::json::array();
-    for (const auto& m : check.mismatches)
-      j["mismatches"].push_back({{"nic", m.nic}, {"switch_port", m.switch_port}, {"setting", m.setting},
-                                 {"nic_value", m.nic_value}, {"switch_value", m.switch_value}, {"why", m.why}});
-    out << j.dump(2) << "\n";
+    v1::RoceCheckReport report;
+    report.set_nics_checked(check.nics_checked);
+    for (const auto& m : check.mismatches) {
+      v1::RoceMismatch* row = report.add_mismatches();
+      row->set_nic(m.nic);
+      row->set_switch_port(m.switch_port);
+      row->set_setting(m.setting);
+      row->set_nic_value(m.nic_value);
+      row->set_switch_value(m.switch_value);
+      row->set_why(m.why);
+    }
+    for (const auto& [setting, count] : check.unknown) (*report.mutable_unknown())[setting] = count;
+    for (const auto& note : check.notes) report.add_notes(note);
+    PrintJson(report, out);
     return check.mismatches.empty() ? 0 : 1;
   }
   if (!check.mismatches.empty()) {

@@ -21,14 +21,6 @@
 namespace rocefab::cli {
 namespace {
 
-std::string Json(const google::protobuf::Message& m) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  std::string text;
-  (void)google::protobuf::util::MessageToJsonString(m, &text, options);
-  return text;
-}
 
 std::string SeverityName(v1::Severity s) {
   switch (s) {
@@ -128,7 +120,7 @@ int RunJobDiagnose(const GlobalOptions& g, const DiagnoseOptions& o, std::ostrea
   if (!response.playbook().empty()) response.set_playbook(ShippedPath(response.playbook()));
   for (auto& f : *response.mutable_findings())
     if (!f.playbook().empty()) f.set_playbook(ShippedPath(f.playbook()));
-  if (g.output == "json") out << Json(response);
+  if (g.output == "json") PrintJson(response, out);
   else PrintDiagnosis(response, SystemClock::Instance().NowUs(), o.limit, out);
   return 0;
 }
@@ -155,7 +147,7 @@ int RunFabricHealth(const GlobalOptions& g, const HealthOptions& o, std::ostream
     return code;
   const v1::ListAnomaliesResponse response = MergeAnomalies(parts);
   if (g.output == "json") {
-    out << Json(response);
+    PrintJson(response, out);
     return 0;
   }
   std::map<uint64_t, int> consequences;
@@ -229,7 +221,7 @@ int RunAlertList(const GlobalOptions& g, const AlertOptions& o, std::ostream& ou
       code != 0)
     return code;
   if (g.output == "json") {
-    out << Json(response);
+    PrintJson(response, out);
     return 0;
   }
   Table t({"STATUS", "ALERT", "SEVERITY", "ENTITY", "JOB", "SINCE", "SILENCED", "SUMMARY"});
@@ -286,7 +278,7 @@ int RunAlertSilence(const GlobalOptions& g, const AlertOptions& o, std::ostream&
   if (int code = WithCollector(g, err, [&](auto& stub, auto* ctx) { return stub.Silence(ctx, request, &response); });
       code != 0)
     return code;
-  if (g.output == "json") out << Json(response);
+  if (g.output == "json") PrintJson(response, out);
   else
     out << "silence " << response.silence().id() << " for " << o.duration << ": mutes "
         << response.matching_alerts() << " alert(s) firing now\n";
@@ -315,7 +307,7 @@ int RunFabricTraffic(const GlobalOptions& g, const TrafficOptions& o, std::ostre
     return code;
   const v1::TrafficMatrixResponse m = MergeTrafficMatrices(parts);
   if (g.output == "json") {
-    out << Json(m);
+    PrintJson(m, out);
     return 0;
   }
   std::vector<const v1::RackTraffic*> rows;

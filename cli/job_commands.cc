@@ -3,7 +3,6 @@
 #include <charconv>
 #include <cstdio>
 #include <set>
-#include <nlohmann/json.hpp>
 
 #include "cli/table.h"
 #include "common/clock.h"
@@ -121,10 +120,7 @@ int RunJobStart(const GlobalOptions& g, const JobOptions& o, std::ostream& out, 
     return code;
   const v1::StartJobResponse& response = responses[0];
   if (g.output == "json")
-    out << nlohmann::json{{"id", response.job().id()}, {"ranks", response.job().ranks_size()},
-                          {"start_us", response.job().start_us()}}
-               .dump(2)
-        << "\n";
+    PrintJson(response, out);
   else
     out << "job " << response.job().id() << " started: " << response.job().ranks_size() << " ranks\n";
   return 0;
@@ -198,16 +194,7 @@ int RunJobShow(const GlobalOptions& g, const JobOptions& o, std::ostream& out, s
       code != 0)
     return code;
   if (g.output == "json") {
-    nlohmann::json points = nlohmann::json::array();
-    for (const auto& p : response.points())
-      points.push_back({{"start_us", p.start_us()}, {"op", p.op()}, {"records", p.records()},
-                        {"ranks", p.ranks()}, {"mean_busbw_gbs", p.mean_busbw_gbs()},
-                        {"min_busbw_gbs", p.min_busbw_gbs()}, {"max_exec_time_us", p.max_exec_time_us()},
-                        {"slowest_rank", p.has_slowest_rank() ? nlohmann::json(p.slowest_rank()) : nullptr},
-                        {"slowest_rank_at", p.slowest_rank_at()}});
-    nlohmann::json j{{"job", o.id}, {"points", points}};
-    if (response.notes_size() > 0) j["notes"] = std::vector<std::string>(response.notes().begin(), response.notes().end());
-    out << j.dump(2) << "\n";
+    PrintJson(response, out);
     return response.points().empty() ? 1 : 0;
   }
   for (const auto& note : response.notes()) err << "note: " << note << "\n";
@@ -235,14 +222,7 @@ int RunJobList(const GlobalOptions& g, const JobOptions& o, std::ostream& out, s
       code != 0)
     return code;
   if (g.output == "json") {
-    nlohmann::json jobs = nlohmann::json::array();
-    for (const auto& job : response.jobs()) {
-      std::set<std::string> hosts;
-      for (const auto& r : job.ranks()) hosts.insert(r.host());
-      jobs.push_back({{"id", job.id()}, {"name", job.name()}, {"start_us", job.start_us()},
-                      {"end_us", job.end_us()}, {"ranks", job.ranks_size()}, {"hosts", hosts}});
-    }
-    out << nlohmann::json{{"jobs", jobs}}.dump(2) << "\n";
+    PrintJson(response, out);
     return 0;
   }
   Table table({"JOB", "NAME", "STARTED", "ENDED", "RANKS", "HOSTS"});

@@ -32,22 +32,7 @@ v1::SwitchConfig Sent() {
   host->set_port("Ethernet0");
   auto* hash = add("hash")->mutable_hash();
   for (const char* field : {"src_ip", "dst_ip", "ip_proto", "src_port", "dst_port", "roce_dst_qp"}) hash->add_fields(field);
-  auto* dscp = add("qos/dscp")->mutable_qos()->mutable_qos()->add_dscp_to_tc();
-  dscp->set_dscp(26);
-  dscp->set_tc(3);
-  auto* pfc = add("qos/pfc")->mutable_qos()->mutable_qos();
-  pfc->add_pfc_priorities(3);
-  pfc->add_lossless_tcs(3);
-  add("qos/ets")->mutable_qos()->mutable_qos()->set_strict_priority_tc(6);
-  auto* ecn = add("qos/ecn")->mutable_qos()->mutable_qos()->add_ecn();
-  ecn->set_tc(3);
-  ecn->set_min_bytes(150'000);
-  ecn->set_max_bytes(1'500'000);
-  ecn->set_probability(0.1);
-  auto* wd = add("qos/pfc_watchdog")->mutable_qos()->mutable_qos()->mutable_pfc_watchdog();
-  wd->set_detect_ms(200);
-  wd->set_restore_ms(400);
-  wd->set_action("drop");
+  testing::AddRoceQosItems(&config);
   return config;
 }
 

@@ -234,22 +234,7 @@ v1::SwitchConfig FullConfig(uint64_t generation) {
   auto* hash = add("hash")->mutable_hash();
   for (const char* field : {"src_ip", "dst_ip", "ip_proto", "src_port", "dst_port", "roce_dst_qp"})
     hash->add_fields(field);
-  auto* dscp = add("qos/dscp")->mutable_qos()->mutable_qos()->add_dscp_to_tc();
-  dscp->set_dscp(26);
-  dscp->set_tc(3);
-  auto* pfc = add("qos/pfc")->mutable_qos()->mutable_qos();
-  pfc->add_pfc_priorities(3);
-  pfc->add_lossless_tcs(3);
-  add("qos/ets")->mutable_qos()->mutable_qos()->set_strict_priority_tc(6);
-  auto* ecn = add("qos/ecn")->mutable_qos()->mutable_qos()->add_ecn();
-  ecn->set_tc(3);
-  ecn->set_min_bytes(150'000);
-  ecn->set_max_bytes(1'500'000);
-  ecn->set_probability(0.05);
-  auto* wd = add("qos/pfc_watchdog")->mutable_qos()->mutable_qos()->mutable_pfc_watchdog();
-  wd->set_detect_ms(200);
-  wd->set_restore_ms(400);
-  wd->set_action("drop");
+  testing::AddRoceQosItems(&config);
   auto* buffer = add("qos/buffer")->mutable_qos()->mutable_buffer();
   buffer->set_pool_bytes(20'000'000);
   buffer->set_headroom_bytes(4'000'000);
@@ -298,7 +283,7 @@ TEST_F(SonicBackendTest, AnApplyWritesExactlyTheseConfigDbKeys) {
   EXPECT_EQ(after.at("TC_TO_PRIORITY_GROUP_MAP|ROCEFAB").at("1"), "0");
   EXPECT_EQ(after.at("WRED_PROFILE|ROCEFAB_TC3").at("green_min_threshold"), "150000");
   EXPECT_EQ(after.at("WRED_PROFILE|ROCEFAB_TC3").at("green_max_threshold"), "1500000");
-  EXPECT_EQ(after.at("WRED_PROFILE|ROCEFAB_TC3").at("green_drop_probability"), "5");
+  EXPECT_EQ(after.at("WRED_PROFILE|ROCEFAB_TC3").at("green_drop_probability"), "10");
   EXPECT_EQ(after.at("WRED_PROFILE|ROCEFAB_TC3").at("ecn"), "ecn_all");
   EXPECT_EQ(after.at("QUEUE|Ethernet0|3").at("wred_profile"), "ROCEFAB_TC3");
   EXPECT_EQ(after.at("QUEUE|Ethernet0|6").at("scheduler"), "ROCEFAB_STRICT");

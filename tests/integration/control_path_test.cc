@@ -537,7 +537,7 @@ qos:
       [&] {
         code = check_roce({"-o", "json"});
         check = nlohmann::json::parse(out, nullptr, false);
-        return !check.is_discarded() && check.value("nics_checked", 0) == 2;
+        return !check.is_discarded() && check.value("nics_checked", "") == "2";
       },
       std::chrono::seconds(20)))
       << out << err;
@@ -549,7 +549,7 @@ qos:
       << "the switch marks its one lossless class, where this NIC sends no CNPs: " << check.dump(2);
   EXPECT_EQ(found.size(), 2u) << check.dump(2);
   for (const auto& [nic, setting] : found) EXPECT_NE(nic, "z1-r01-h1/mlx5_0") << setting << ": " << check.dump(2);
-  EXPECT_EQ(check["unknown"].value("pfc_enabled", 0), 2) << "no dcbnl with --no-netlink: unknown, not a mismatch";
+  EXPECT_EQ(check["unknown"].value("pfc_enabled", ""), "2") << "no dcbnl with --no-netlink: unknown, not a mismatch";
   // The human form names the switch port each NIC faces.
   check_roce({});
   EXPECT_NE(out.find("z1-rtsw01/"), std::string::npos) << out;

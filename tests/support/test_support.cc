@@ -75,6 +75,30 @@ Daemon StartDaemon(std::vector<std::string> argv, const std::string& log_path,
   return daemon;
 }
 
+void AddRoceQosItems(v1::SwitchConfig* config) {
+  auto qos = [&](const char* key) {
+    auto* item = config->add_items();
+    item->set_key(key);
+    return item->mutable_qos()->mutable_qos();
+  };
+  auto* dscp = qos("qos/dscp")->add_dscp_to_tc();
+  dscp->set_dscp(26);
+  dscp->set_tc(3);
+  auto* pfc = qos("qos/pfc");
+  pfc->add_pfc_priorities(3);
+  pfc->add_lossless_tcs(3);
+  qos("qos/ets")->set_strict_priority_tc(6);
+  auto* ecn = qos("qos/ecn")->add_ecn();
+  ecn->set_tc(3);
+  ecn->set_min_bytes(150'000);
+  ecn->set_max_bytes(1'500'000);
+  ecn->set_probability(0.1);
+  auto* wd = qos("qos/pfc_watchdog")->mutable_pfc_watchdog();
+  wd->set_detect_ms(200);
+  wd->set_restore_ms(400);
+  wd->set_action("drop");
+}
+
 RedisServer::RedisServer() : socket_(dir_ / "redis.sock") { Start(); }
 
 void RedisServer::Start() {

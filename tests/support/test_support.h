@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/process.h"
+#include "rocefab/v1/control.pb.h"
 
 namespace rocefab::testing {
 
@@ -82,6 +83,12 @@ class RedisServer final {
   std::string error_;
   std::unique_ptr<Subprocess> process_;
 };
+
+// The QoS items the controller compiles from the lab's policies/ecmp.yaml:
+// qos/dscp (DSCP 26 to TC 3), qos/pfc (priority 3 lossless), qos/ets (TC 6
+// strict), qos/ecn (TC 3, 150 KB to 1.5 MB, 10%), qos/pfc_watchdog (200 ms,
+// 400 ms, drop).
+void AddRoceQosItems(v1::SwitchConfig* config);
 
 // A throwaway CA and certificates (rocefab-dev-ca), so tests run the
 // daemons with mutual TLS and authorization on, as production does.
