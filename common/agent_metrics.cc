@@ -64,6 +64,42 @@ class ReadGauge final : public prometheus::Collectable {
 
 }  // namespace
 
+namespace {
+
+class CollectFunction final : public prometheus::Collectable {
+ public:
+  explicit CollectFunction(std::function<std::vector<MetricFamily>()> collect) : collect_(std::move(collect)) {}
+  std::vector<MetricFamily> Collect() const override { return collect_(); }
+
+ private:
+  std::function<std::vector<MetricFamily>()> collect_;
+};
+
+}  // namespace
+
+std::shared_ptr<prometheus::Collectable> CollectableOf(std::function<std::vector<MetricFamily>()> collect) {
+  return std::make_shared<CollectFunction>(std::move(collect));
+}
+
+MetricFamily OneValue(const std::string& name, const std::string& help, MetricType type, double value) {
+  std::vector<MetricFamily> out;
+  Add(&out, name.c_str(), help.c_str(), type, value);
+  return std::move(out.front());
+}
+
+MetricFamily ByLabel(const std::string& name, const std::string& help, MetricType type, const std::string& label,
+                     const std::map<std::string, double>& values) {
+  MetricFamily family = Family(name.c_str(), help.c_str(), type);
+  for (const auto& [key, value] : values) {
+    ClientMetric metric;
+    metric.label = {{label, key}};
+    if (type == MetricType::Counter) metric.counter.value = value;
+    else metric.gauge.value = value;
+    family.metric.push_back(std::move(metric));
+  }
+  return family;
+}
+
 std::shared_ptr<prometheus::Collectable> GaugeOf(std::string name, std::string help, std::function<double()> read) {
   return std::make_shared<ReadGauge>(std::move(name), std::move(help), std::move(read));
 }

@@ -45,6 +45,13 @@ std::map<std::string, std::string> SystemComponents();
 
 // rocefab_build_info{program, version, commit} 1, for every daemon.
 std::shared_ptr<prometheus::Collectable> BuildInfoCollectable(const std::string& program);
+// Families built at each scrape by `collect`.
+std::shared_ptr<prometheus::Collectable> CollectableOf(std::function<std::vector<prometheus::MetricFamily>()> collect);
+// One family of one series, or of one series per value of `label`.
+prometheus::MetricFamily OneValue(const std::string& name, const std::string& help, prometheus::MetricType type,
+                                  double value);
+prometheus::MetricFamily ByLabel(const std::string& name, const std::string& help, prometheus::MetricType type,
+                                 const std::string& label, const std::map<std::string, double>& values);
 // A gauge whose value `read` gives at each scrape.
 std::shared_ptr<prometheus::Collectable> GaugeOf(std::string name, std::string help, std::function<double()> read);
 

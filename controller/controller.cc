@@ -46,6 +46,15 @@ uint64_t Controller::generation() const {
   return generation_;
 }
 
+Controller::Activity Controller::activity() const {
+  std::lock_guard lock(mu_);
+  Activity activity = activity_;
+  activity.rollout_active = rollout_.active;
+  activity.wave = rollout_.wave;
+  activity.waves = rollout_.waves;
+  return activity;
+}
+
 void Controller::Audit(const std::string& who, const std::string& action, const std::string& target,
                        const std::string& why, const std::string& detail, uint64_t generation) {
   std::lock_guard lock(mu_);

@@ -76,6 +76,15 @@ class Controller final {
 
   uint64_t generation() const;
 
+  // What the controller has done since it started, for /metrics.
+  struct Activity {
+    bool rollout_active = false;
+    size_t wave = 0, waves = 0;
+    uint64_t rollouts_applied = 0, rollouts_rolled_back = 0, rollouts_aborted = 0;
+    uint64_t drains = 0, undrains = 0;
+  };
+  Activity activity() const;
+
  private:
   struct Rollout {
     bool active = false;
@@ -122,6 +131,7 @@ class Controller final {
   // which drains cannot recompute.
   bool frozen_ = false;
   Rollout rollout_;
+  Activity activity_;  // its counters; the rollout fields come from rollout_
   std::map<std::string, std::unique_ptr<std::mutex>> push_locks_;
   std::vector<TeOverride> te_, running_te_;  // desired, and as of the last completed rollout
 };

@@ -181,6 +181,7 @@ absl::StatusOr<v1::DrainResponse> Controller::Drain(const v1::DrainRequest& requ
     for (const auto& [name, config] : desired_)
       if (before[name] != ConfigForLocked(name).content_hash()) changed.push_back(name);
     for (const auto& port : next) response.add_drained(port);
+    ++(request.undrain() ? activity_.undrains : activity_.drains);
   }
   Audit(who, request.undrain() ? "undrain" : (request.force() ? "drain-forced" : "drain"), request.name(),
         request.reason(), StrCat(ports.size(), " port(s), ", changed.size(), " switch(es) pushed"), generation);

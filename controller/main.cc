@@ -126,7 +126,28 @@ int main(int argc, char** argv) {
   const std::vector<std::shared_ptr<prometheus::Collectable>> collectables = {
       registry, BuildInfoCollectable(kProgram),
       GaugeOf("rocefab_controller_desired_generation", "The config generation the controller wants in force",
-              [&controller] { return static_cast<double>(controller.generation()); })};
+              [&controller] { return static_cast<double>(controller.generation()); }),
+      CollectableOf([&controller] {
+        using prometheus::MetricType;
+        const controller::Controller::Activity a = controller.activity();
+        return std::vector<prometheus::MetricFamily>{
+            OneValue("rocefab_controller_rollout_active", "1 while a rollout runs", MetricType::Gauge,
+                     a.rollout_active ? 1 : 0),
+            OneValue("rocefab_controller_rollout_wave", "The running rollout's wave (0 is the canary)",
+                     MetricType::Gauge, static_cast<double>(a.wave)),
+            OneValue("rocefab_controller_rollout_waves", "The running rollout's number of waves", MetricType::Gauge,
+                     static_cast<double>(a.waves)),
+            ByLabel("rocefab_controller_rollouts_total",
+                    "Rollouts since the controller started, by how they ended: applied, rolled_back (a gate "
+                    "or a switch failed), aborted (rocefab config abort)",
+                    MetricType::Counter, "result",
+                    {{"applied", static_cast<double>(a.rollouts_applied)},
+                     {"rolled_back", static_cast<double>(a.rollouts_rolled_back)},
+                     {"aborted", static_cast<double>(a.rollouts_aborted)}}),
+            ByLabel("rocefab_controller_drains_total", "Drains and undrains since the controller started",
+                    MetricType::Counter, "action",
+                    {{"drain", static_cast<double>(a.drains)}, {"undrain", static_cast<double>(a.undrains)}})};
+      })};
   auto started = StartMetrics(config.metrics_listen(), config.metrics_web_config(), config.tls(), collectables);
   if (!started.ok()) return UsageError(kProgram, started.status());
   std::unique_ptr<MetricsServer> metrics = std::move(*started);

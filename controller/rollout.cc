@@ -159,6 +159,7 @@ absl::StatusOr<v1::ApplyResponse> Controller::Apply(const v1::ApplyRequest& requ
           LOG_ERROR(kLog, "recording the running policy: ", s.message());
       }
       rollout_ = Rollout{};
+      ++activity_.rollouts_applied;
     }
     response.set_ok(true);
     Audit(who, "apply-done", StrCat(touched.size(), " switches"), request.why(),
@@ -215,6 +216,7 @@ void Controller::RollBack(const std::vector<std::string>& touched,
   {
     std::lock_guard lock(mu_);
     rollout_ = Rollout{};
+    ++(response->aborted() ? activity_.rollouts_aborted : activity_.rollouts_rolled_back);
   }
   response->set_rolled_back(true);
   response->set_error(*failure);

@@ -259,6 +259,12 @@ TEST_F(ControlPath, PlanApplyStatusHistoryDrainAndAGateThatRollsBack) {
   for (const auto& e : parsed_entries["entries"]) actions.push_back(e["action"]);
   for (const char* action : {"compile", "apply-start", "apply-done", "drain", "undrain", "rollback"})
     EXPECT_NE(std::find(actions.begin(), actions.end(), action), actions.end()) << action;
+  // The controller counted the rollback, and no rollout runs now.
+  auto metrics = testing::HttpGet(controller_metrics_, "/metrics");
+  ASSERT_TRUE(metrics.has_value());
+  EXPECT_NE(metrics->find("rocefab_controller_rollouts_total{result=\"rolled_back\"} 1\n"), std::string::npos)
+      << *metrics;
+  EXPECT_NE(metrics->find("rocefab_controller_rollout_active 0\n"), std::string::npos) << *metrics;
 }
 
 // The real daemons, under mutual TLS: an operator drains a link while an
@@ -467,6 +473,9 @@ TEST_F(ControlPath, EveryRpcOfEveryServiceIsAllowedOrDeniedByTheCallersCertifica
   ASSERT_TRUE(controller.has_value());
   EXPECT_NE(controller->find("program=\"rocefab-controllerd\""), std::string::npos) << *controller;
   EXPECT_NE(controller->find("rocefab_controller_desired_generation "), std::string::npos) << *controller;
+  EXPECT_NE(controller->find("rocefab_controller_rollout_active 0\n"), std::string::npos) << *controller;
+  EXPECT_NE(controller->find("rocefab_controller_rollouts_total{result=\"rolled_back\"} "), std::string::npos)
+      << *controller;
   auto agent = testing::HttpGet(agent_metrics_, "/metrics");
   ASSERT_TRUE(agent.has_value());
   for (const char* series : {"program=\"rocefab-switchd\"", "rocefab_agent_poll_duration_seconds_count ",
