@@ -11,7 +11,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,21 +22,16 @@ namespace rocefab {
 class AgentMetrics final : public prometheus::Collectable {
  public:
   // `components`: versions the agent sees, e.g. {"kernel", "6.1.0-18-amd64"},
-  // {"mlx5_0 firmware", "28.39.1002"}.
-  // `build_info`: also serve rocefab_build_info (off where the daemon
-  // serves it already).
-  AgentMetrics(std::string program, const AgentLoop& loop, const TelemetryShipper& shipper,
-               std::map<std::string, std::string> components = {}, bool build_info = true);
-  void SetComponents(std::map<std::string, std::string> components);
+  // {"mlx5_0 firmware", "28.39.1002"}. rocefab_build_info is not among
+  // these series: every daemon serves BuildInfoCollectable itself.
+  AgentMetrics(const AgentLoop& loop, const TelemetryShipper& shipper,
+               std::map<std::string, std::string> components = {});
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
-  std::string program_;
   const AgentLoop& loop_;
   const TelemetryShipper& shipper_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::string> components_;
-  bool build_info_;
+  const std::map<std::string, std::string> components_;
 };
 
 // What every agent sees of its machine: {"kernel": uname's release}.

@@ -66,6 +66,16 @@ std::string Message(const StatusLike& status) {
   return std::string(m.data(), m.size());
 }
 
+// A whole decimal string as an unsigned integer: no sign, no spaces, no
+// trailing characters; false (and *out unchanged or partial) otherwise.
+template <typename T>
+  requires std::is_unsigned_v<T>
+bool ParseDecimal(std::string_view text, T* out) {
+  if (text.empty()) return false;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
 // `v` with `digits` decimals: Fixed(0.8125, 2) == "0.81".
 inline std::string Fixed(double v, int digits) {
   char buf[64];

@@ -148,12 +148,9 @@ class Daemons {
     }
     for (const auto& sw : topo.switches()) {
       std::vector<std::string> argv = {bin_dir_ + "/rocefab-switchd", "--collector", shard_grpc_[shard_of_zone(sw.zone())], "--interval", interval,
-            "--backend", "file", "--state-dir", live + "/switches", "--switch-name",
+            "--backend", sonic_ != nullptr ? "sonic" : "file", "--state-dir", live + "/switches", "--switch-name",
             sw.name(), "--listen", "127.0.0.1:0"};
-      if (sonic_ != nullptr) {
-        argv[6] = "sonic";
-        argv.insert(argv.end(), {"--sonic-db-config", sonic_->DbConfigPath(sw.name())});
-      }
+      if (sonic_ != nullptr) argv.insert(argv.end(), {"--sonic-db-config", sonic_->DbConfigPath(sw.name())});
       AddTls(&argv, sw.name());
       auto p = Subprocess::Spawn(
           {argv,

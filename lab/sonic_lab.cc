@@ -3,12 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <csignal>
 #include <filesystem>
 #include <cstdio>
 #include <set>
 
+#include "absl/strings/str_split.h"
 #include "common/fs_root.h"
 #include "common/strings.h"
 
@@ -18,21 +18,12 @@ namespace {
 constexpr int kAppl = 0, kCounters = 1, kConfig = 2, kState = 3;
 constexpr char kPoolOid[] = "oid:0x18000000000b66";
 
-std::vector<std::string> Split(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    const size_t at = text.find(sep, start);
-    out.push_back(text.substr(start, at == std::string::npos ? std::string::npos : at - start));
-    if (at == std::string::npos) return out;
-    start = at + 1;
-  }
-}
+std::vector<std::string> Split(const std::string& text, char sep) { return absl::StrSplit(text, sep); }
 
+// CONFIG_DB numbers; what is not one reads as 0.
 uint64_t Num(const std::string& text) {
   uint64_t v = 0;
-  std::from_chars(text.data(), text.data() + text.size(), v);
-  return v;
+  return ParseDecimal(text, &v) ? v : 0;
 }
 
 const std::string* Field(const ConfigDb& db, const std::string& key, const std::string& field) {

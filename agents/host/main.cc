@@ -178,8 +178,10 @@ int main(int argc, char** argv) {
   auto components = SystemComponents();
   for (const auto& [device, version] : hostd::NicFirmwareVersions(sysfs)) components[device + " firmware"] = version;
   // The endpoint holds its collectables weakly: they live here.
-  auto self_metrics = std::make_shared<AgentMetrics>(kProgram, loop, shipper, std::move(components));
-  auto metrics = StartMetrics(config.metrics_listen(), config.metrics_web_config(), config.tls(), {self_metrics});
+  auto self_metrics = std::make_shared<AgentMetrics>(loop, shipper, std::move(components));
+  auto build_info = BuildInfoCollectable(kProgram);
+  auto metrics =
+      StartMetrics(config.metrics_listen(), config.metrics_web_config(), config.tls(), {build_info, self_metrics});
   if (!metrics.ok()) return UsageError(kProgram, metrics.status());
   boost::asio::io_context io;
   LOG_INFO("hostd", "host ", config.host_name(), ": polling every ", FormatDurationUs(interval_us),

@@ -176,6 +176,7 @@ v1::ApplyConfigResponse ConfigApplier::Apply(const v1::SwitchConfig& desired) {
                               applied_keys.size(), " applied change(s)",
                               applied_keys.empty() ? "" : StrCat(" [", applied_list, "]"),
                               "; generation ", applied_.generation(), " stays in force"));
+    response.set_rolled_back(true);
     status_[failed_key] = StatusOf(failed_key, failure);
     (void)backend_.Commit(applied_);
     LOG_WARN(kLog, response.error());

@@ -90,6 +90,7 @@ TEST(ConfigApplier, PartialFailureRollsBackAndSaysWhatHadBeenApplied) {
   EXPECT_NE(response.error().find("rolled back 2 applied change(s) [nhg/1, route/10.1.5.0/24]"),
             std::string::npos)
       << response.error();
+  EXPECT_TRUE(response.rolled_back());
   EXPECT_EQ(response.state().applied_generation(), 1u);
   EXPECT_EQ(backend.state, before) << "the device is back to generation 1";
   bool failed_reported = false;
@@ -155,7 +156,9 @@ TEST(ConfigApplier, RefusesOldGenerationsWrongSwitchAndDuplicateKeys) {
   FakeConfigBackend backend;
   ConfigApplier applier("z1-rtsw01", backend, "");
   ASSERT_TRUE(applier.Apply(Config(5, {"10.1.2.0/24"}, 2)).ok());
-  EXPECT_NE(applier.Apply(Config(4, {}, 2)).error().find("older than the applied 5"), std::string::npos);
+  const auto old = applier.Apply(Config(4, {}, 2));
+  EXPECT_NE(old.error().find("older than the applied 5"), std::string::npos);
+  EXPECT_FALSE(old.rolled_back()) << "refused before any item was tried";
   auto other = Config(6, {}, 2);
   other.set_switch_name("z1-rtsw02");
   EXPECT_NE(applier.Apply(other).error().find("config is for z1-rtsw02"), std::string::npos);

@@ -29,7 +29,7 @@ class ConfigService final : public v1::SwitchAgent::Service {
       return allowed;
     *response = applier_.Apply(request->config());
     if (applies_) {
-      const char* result = response->ok() ? "ok" : response->error().find("rolled back") != std::string::npos ? "rolled_back" : "refused";
+      const char* result = response->ok() ? "ok" : response->rolled_back() ? "rolled_back" : "refused";
       applies_->Add({{"result", result}}).Increment();
     }
     if (generation_) generation_->Set(static_cast<double>(response->state().applied_generation()));

@@ -1,6 +1,5 @@
 #include "agents/switch/file_backend.h"
 
-#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "common/counters.h"
@@ -25,10 +24,7 @@ bool ToCounter(const Json& value, uint64_t* out) {
   return false;
 }
 
-bool ToIndex(const std::string& key, uint32_t* out) {
-  auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), *out);
-  return ec == std::errc() && ptr == key.data() + key.size() && *out < 64;
-}
+bool ToIndex(const std::string& key, uint32_t* out) { return ParseDecimal(key, out) && *out < 64; }
 
 // {"3": 7, ...} into `into`.
 void ReadIndexed(const Json& object, std::map<uint32_t, uint64_t>* into, SwitchReading* reading) {

@@ -213,8 +213,7 @@ int main(int argc, char** argv) {
     if (backend_name == "sonic")
       if (auto version = switchd::SonicImageVersion("/etc/sonic/sonic_version.yml"); !version.empty())
         components["sonic"] = version;
-    self_metrics = std::make_shared<AgentMetrics>(kProgram, loop, shipper, std::move(components),
-                                                  /*build_info=*/false);
+    self_metrics = std::make_shared<AgentMetrics>(loop, shipper, std::move(components));
     metrics->Register(self_metrics);
   }
   boost::asio::io_context io;

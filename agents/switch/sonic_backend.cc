@@ -1,10 +1,12 @@
 #include "agents/switch/sonic_backend.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include "absl/strings/str_join.h"
 #include "common/counters.h"
 #include "common/fs_root.h"
 #include "common/log.h"
@@ -16,21 +18,14 @@ namespace {
 constexpr char kLog[] = "sonic";
 using Hash = SonicTables::Hash;
 
-bool ParseU64(const std::string& text, uint64_t* out) {
-  if (text.empty()) return false;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && ptr == text.data() + text.size();
-}
+bool ParseU64(std::string_view text, uint64_t* out) { return ParseDecimal(text, out); }
+bool ParseIndex(std::string_view text, uint32_t* out) { return ParseDecimal(text, out) && *out < 64; }
 
-bool ParseIndex(std::string_view text, uint32_t* out) {
-  if (text.empty()) return false;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && ptr == text.data() + text.size() && *out < 64;
-}
-
-const std::string* Find(const Hash& hash, const std::string& field) {
-  auto it = hash.find(field);
-  return it == hash.end() ? nullptr : &it->second;
+// The value at `key`, or null: a field of a hash, or a hash of a table.
+template <typename M>
+const typename M::mapped_type* Find(const M& map, const typename M::key_type& key) {
+  auto it = map.find(key);
+  return it == map.end() ? nullptr : &it->second;
 }
 
 // Fields SONiC writes that rocefab knowingly leaves: every SAI statistic or
@@ -84,12 +79,13 @@ struct PortMapper {
     }
     // Speed: STATE_DB's operational speed, else APPL_DB's configured one (Mbps).
     uint64_t speed_mbps = 0;
-    const bool up = appl != nullptr && Find(*appl, "oper_status") != nullptr && *Find(*appl, "oper_status") == "up";
+    const std::string* oper = appl != nullptr ? Find(*appl, "oper_status") : nullptr;
+    const bool up = oper != nullptr && *oper == "up";
     if (state != nullptr && up) (void)Value(*state, "speed", &speed_mbps);
     if (speed_mbps == 0 && appl != nullptr) (void)Value(*appl, "speed", &speed_mbps);
     if (speed_mbps > 0) port.counters["rate_bytes_per_second"] = speed_mbps * 125'000;
     if (appl != nullptr) {
-      if (Find(*appl, "oper_status") != nullptr) port.counters["link_up"] = up ? 1 : 0;
+      if (oper != nullptr) port.counters["link_up"] = up ? 1 : 0;
       // flap_count counts every oper change, up and down; the carrier losses
       // are half of them, rounded up while the port is down. This holds
       // whether or not the first up was counted.
@@ -164,12 +160,6 @@ struct PortMapper {
     if (values.empty()) reading->buffer_pools.erase(name);
   }
 };
-
-template <typename M>
-const typename M::mapped_type* FindIn(const M& map, const typename M::key_type& key) {
-  auto it = map.find(key);
-  return it == map.end() ? nullptr : &it->second;
-}
 
 }  // namespace
 
@@ -263,11 +253,11 @@ SwitchReading MapSonicTables(const std::string& switch_name, const SonicTables& 
       ++reading.bad_values;
       continue;
     }
-    const Hash* counters = FindIn(t.counters, oid);
-    const Hash* appl = FindIn(t.appl_ports, port);
+    const Hash* counters = Find(t.counters, oid);
+    const Hash* appl = Find(t.appl_ports, port);
     if (counters == nullptr) reading.degraded.push_back(StrCat("COUNTERS:", oid, " of ", port, " is missing"));
     if (appl == nullptr) reading.degraded.push_back(StrCat("APPL_DB PORT_TABLE:", port, " is missing"));
-    mapper.Port(port, counters != nullptr ? *counters : Hash{}, appl, FindIn(t.state_ports, port));
+    mapper.Port(port, counters != nullptr ? *counters : Hash{}, appl, Find(t.state_ports, port));
   }
   if (t.queue_name_map.empty())
     reading.degraded.push_back("COUNTERS_QUEUE_NAME_MAP is missing (flex counter group QUEUE)");
@@ -290,7 +280,7 @@ SwitchReading MapSonicTables(const std::string& switch_name, const SonicTables& 
       ++reading.bad_values;
       continue;
     }
-    if (const Hash* counters = FindIn(t.counters, oid)) mapper.Queue(&port->second, index, *counters);
+    if (const Hash* counters = Find(t.counters, oid)) mapper.Queue(&port->second, index, *counters);
   }
   if (t.pool_name_map.empty())
     reading.degraded.push_back("COUNTERS_BUFFER_POOL_NAME_MAP is missing (flex counter group BUFFER_POOL_WATERMARK)");
@@ -299,7 +289,7 @@ SwitchReading MapSonicTables(const std::string& switch_name, const SonicTables& 
       ++reading.bad_values;
       continue;
     }
-    mapper.Pool(pool, FindIn(t.counters, oid), FindIn(t.pool_config, pool));
+    mapper.Pool(pool, Find(t.counters, oid), Find(t.pool_config, pool));
   }
   return reading;
 }
@@ -379,11 +369,8 @@ namespace {
 
 constexpr char kMapName[] = "ROCEFAB";
 
-std::string Join(const std::vector<std::string>& parts, const char* sep = ",") {
-  std::string out;
-  for (const auto& part : parts) StrAppend(&out, out.empty() ? "" : sep, part);
-  return out;
-}
+// CONFIG_DB's lists: "3,4", "Ethernet0,Ethernet4".
+std::string Join(const std::vector<std::string>& parts) { return absl::StrJoin(parts, ","); }
 
 absl::Status CheckTc(uint32_t tc, const char* what) {
   if (tc >= 8) return absl::InvalidArgumentError(StrCat(what, " ", tc, " is not a traffic class 0-7"));
@@ -574,7 +561,8 @@ absl::Status SonicConfigBackend::Ready() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> SonicConfigBackend::Ports() {
+absl::StatusOr<const std::vector<std::string>*> SonicConfigBackend::Ports() {
+  if (ports_) return &*ports_;
   std::set<std::string> ports;
   std::string cursor = "0";
   do {
@@ -586,13 +574,14 @@ absl::StatusOr<std::vector<std::string>> SonicConfigBackend::Ports() {
     for (const auto& key : reply->elements[1].elements) ports.insert(key.str.substr(5));
   } while (cursor != "0");
   if (ports.empty()) return absl::FailedPreconditionError("CONFIG_DB has no PORT table");
-  return std::vector<std::string>(ports.begin(), ports.end());
+  ports_.emplace(ports.begin(), ports.end());  // sorted
+  return &*ports_;
 }
 
 absl::Status SonicConfigBackend::CheckPort(const std::string& port) {
-  auto reply = config_.Command({"EXISTS", StrCat("PORT|", port)});
-  if (!reply.ok()) return reply.status();
-  if (reply->integer != 1)
+  auto ports = Ports();
+  if (!ports.ok()) return ports.status();
+  if (!std::binary_search((*ports)->begin(), (*ports)->end(), port))
     return absl::FailedPreconditionError(StrCat("no port ", port, " in CONFIG_DB PORT on ", switch_name_));
   return absl::OkStatus();
 }
@@ -651,7 +640,7 @@ absl::Status SonicConfigBackend::Install(const v1::ConfigItem& item) {
     case v1::ConfigItem::kQos: {
       auto all = Ports();
       if (!all.ok()) return all.status();
-      ports = std::move(*all);
+      ports = **all;
       break;
     }
     default:
@@ -709,7 +698,7 @@ absl::Status SonicConfigBackend::Remove(const v1::ConfigItem& item) {
     if (item.has_qos()) {
       auto all = Ports();
       if (!all.ok()) return all.status();
-      ports = std::move(*all);
+      ports = **all;
     }
     auto entries = EntriesFor(item, ports, groups_);
     if (absl::IsUnimplemented(entries.status())) return entries.status();
@@ -728,6 +717,7 @@ absl::Status SonicConfigBackend::Remove(const v1::ConfigItem& item) {
 
 absl::Status SonicConfigBackend::Commit(const v1::SwitchConfig& applied) {
   LOG_DEBUG(kLog, "generation ", applied.generation(), " in force on ", switch_name_);
+  ports_.reset();  // the next apply reads the PORT table afresh
   return absl::OkStatus();
 }
 

@@ -13,6 +13,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -103,7 +104,9 @@ class SonicConfigBackend final : public ConfigBackend {
  private:
   using Owned = std::set<std::pair<std::string, std::string>>;  // (key, field)
   absl::Status Ready();
-  absl::StatusOr<std::vector<std::string>> Ports();
+  // The CONFIG_DB PORT table's names, sorted: read once per apply (Commit
+  // ends one), for the QoS fan-out and every port check.
+  absl::StatusOr<const std::vector<std::string>*> Ports();
   absl::Status CheckPort(const std::string& port);
   // Writes `entries` (and deletes the fields of `stale`) in one transaction,
   // then reads them back.
@@ -113,6 +116,7 @@ class SonicConfigBackend final : public ConfigBackend {
   std::string switch_name_;
   RedisClient config_;
   bool ready_ = false;
+  std::optional<std::vector<std::string>> ports_;
   std::map<std::string, Owned> owned_;                // item key -> what it wrote
   std::map<uint32_t, v1::NexthopGroupItem> groups_;   // installed groups
   std::map<std::string, v1::ConfigItem> routes_;      // installed routes via groups, by item key
