@@ -130,6 +130,7 @@ absl::StatusOr<DetectorSettings> ResolveDetectorSettings(const v1::DetectorConfi
   duration("flap_window", c.has_flap_window(), c.flap_window(), &s.flap_window_us);
   duration("collective_window", c.has_collective_window(), c.collective_window(),
            &s.collective_window_us);
+  duration("storm_pause", c.has_storm_pause(), c.storm_pause(), &s.storm_pause_us);
   if (!errors.empty()) {
     errors.pop_back();
     return absl::InvalidArgumentError(errors);
@@ -161,9 +162,21 @@ void Detectors::Observe(const v1::TelemetryBatch& batch) {
     key_.assign(1, static_cast<char>('0' + es.scope()));
     key_ += es.entity();
     EntityState& e = entities_[key_];
-    if (es.timestamp_us() <= e.ts_us) continue;  // a replayed or reordered reading
+    const int64_t last_us = std::max(e.ts_us, e.fast_ts_us);
+    if (es.timestamp_us() <= last_us) continue;  // a replayed or reordered reading
+    const double since_us = last_us > 0 ? static_cast<double>(es.timestamp_us() - last_us) : 0;
     e.scope = es.scope();
     e.entity = es.entity();
+    if (es.fast()) {
+      // Only the pause counters: the full reading's series stay, and the
+      // deltas wait for the next full reading.
+      e.fast_ts_us = es.timestamp_us();
+      for (const v1::Sample& sample : es.samples())
+        if (sample.has_delta()) e.fast_pending[SeriesKey(sample)] += static_cast<double>(sample.delta());
+      TrackUnbroken(e, es, since_us, /*fast=*/true);
+      continue;
+    }
+    TrackUnbroken(e, es, since_us, /*fast=*/false);
     e.prev_ts_us = e.ts_us;
     e.ts_us = es.timestamp_us();
     // A reading replaces the last one; series it lacks are no longer known.
@@ -192,6 +205,9 @@ void Detectors::Observe(const v1::TelemetryBatch& batch) {
       r.has_delta = sample.has_delta();
       r.delta = static_cast<double>(sample.delta());
     }
+    for (const auto& [series, delta] : e.fast_pending)
+      if (auto it = e.series.find(series); it != e.series.end() && it->second.has_delta) it->second.delta += delta;
+    e.fast_pending.clear();
   }
   for (const v1::CollectiveRecord& rec : batch.collectives()) {
     if (rec.job().empty()) continue;
@@ -202,6 +218,39 @@ void Detectors::Observe(const v1::TelemetryBatch& batch) {
     job.newest_us = std::max(job.newest_us, ts);
     if (job.first_us == 0 || ts < job.first_us) job.first_us = ts;
   }
+}
+
+void Detectors::TrackUnbroken(EntityState& e, const v1::EntitySamples& es, double since_us, bool fast) {
+  // An interval paused for at least this share of its length continues a
+  // run. (The counter and the reading's timestamp are a few ms apart at
+  // most.) A shorter pause in an interval shorter than storm_pause may lie
+  // at its end and starts one, which only unbroken intervals after it can
+  // take to storm_pause; in a longer interval it proves nothing.
+  constexpr double kUnbrokenShare = 0.95;
+  if (fast) e.fast_tx_ratio = 0;
+  if (since_us <= 0) return;
+  for (const v1::Sample& sample : es.samples()) {
+    if (sample.counter() != "pfc_tx_pause_us" || !sample.has_prio() || sample.prio() >= e.unbroken_us.size() ||
+        !s_.lossless_priorities.count(sample.prio()))
+      continue;
+    double& run = e.unbroken_us[sample.prio()];
+    const double before = run;
+    const double paused = sample.has_delta() ? std::min(since_us, static_cast<double>(sample.delta())) : 0;
+    run = paused >= kUnbrokenShare * since_us               ? run + paused
+          : since_us < static_cast<double>(s_.storm_pause_us) ? paused
+                                                              : 0;
+    if (fast) {
+      e.fast_tx_ratio = std::max(e.fast_tx_ratio, paused / since_us);
+      const double threshold = static_cast<double>(s_.storm_pause_us);
+      if (before < threshold && run >= threshold) urgent_ = true;
+    }
+  }
+}
+
+double Detectors::Unbroken(const EntityState& e) const {
+  double longest = 0;
+  for (double run : e.unbroken_us) longest = std::max(longest, run);
+  return longest;
 }
 
 bool Detectors::Fresh(const EntityState& e, int64_t now_us) const {
@@ -264,6 +313,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   struct Pause {
     const EntityState* e;
     double tx = 0, rx = 0, storm_events = 0;
+    double unbroken_us = 0;  // the longest lossless pause without a break
+    double fast_tx = 0;      // tx pause share of a fast reading newer than the full one
   };
   std::vector<Pause> pauses;
   // Devices with a port whose egress is being paused, and congested egress
@@ -314,7 +365,13 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       p.tx = std::min(1.0, LosslessDelta(e, "pfc_tx_pause_us") / interval_us);
       p.rx = std::min(1.0, LosslessDelta(e, "pfc_rx_pause_us") / interval_us);
       p.storm_events = Delta(e, "pause_storm_warnings") + Delta(e, "pause_storm_errors");
-      if (p.tx >= s_.pause_ratio || p.rx >= s_.pause_ratio || p.storm_events > 0) pauses.push_back(p);
+      // The fast path judges only unbroken pauses: a share of 100 ms is
+      // too short a window for pause_ratio and storm_ratio.
+      if (e.fast_ts_us > e.ts_us) p.fast_tx = e.fast_tx_ratio;
+      p.unbroken_us = Unbroken(e);
+      if (p.tx >= s_.pause_ratio || p.rx >= s_.pause_ratio || p.storm_events > 0 ||
+          p.unbroken_us >= static_cast<double>(s_.storm_pause_us))
+        pauses.push_back(p);
       port_rx[e.entity] = p.rx;
       // Any real pause received counts as a reason to relay one: pause
       // levels smear over a tree's hops within one interval.
@@ -615,7 +672,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   for (const Pause& p : pauses) {
     const std::string device = EntityDevice(p.e->entity);
     const bool nic = p.e->scope == v1::SCOPE_NIC;
-    if (p.tx < s_.pause_ratio && p.storm_events == 0) {
+    const bool unbroken = p.unbroken_us >= static_cast<double>(s_.storm_pause_us);
+    if (p.tx < s_.pause_ratio && p.storm_events == 0 && !unbroken) {
       victims.push_back(&p);
       continue;
     }
@@ -681,20 +739,29 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       victims.push_back(&p);
       continue;
     }
-    const bool storm = p.tx >= s_.storm_ratio || p.storm_events > 0;
+    const bool storm = p.tx >= s_.storm_ratio || p.storm_events > 0 || unbroken;
     Hit h{storm ? "pfc_storm" : "pfc_pause", p.e->entity,
-          storm ? v1::SEVERITY_CRITICAL : v1::SEVERITY_WARNING, p.tx,
+          storm ? v1::SEVERITY_CRITICAL : v1::SEVERITY_WARNING, std::max(p.tx, p.fast_tx),
           p.e->ts_us - static_cast<int64_t>(IntervalUs(*p.e))};
     const double interval_s = IntervalUs(*p.e) / 1e6;
     h.evidence.push_back(Ev(*p.e, "pfc_tx_pause_us", LosslessDelta(*p.e, "pfc_tx_pause_us"),
                             LosslessDelta(*p.e, "pfc_tx_pause_us") / interval_s,
                             StrCat("pausing its peer ", Pct(p.tx), " of the time")));
+    if (unbroken) {
+      h.start_us = std::min(h.start_us, std::max(p.e->ts_us, p.e->fast_ts_us) - static_cast<int64_t>(p.unbroken_us));
+      h.evidence.push_back(Ev(*p.e, "pfc_tx_pause_us", p.unbroken_us, std::max(p.tx, p.fast_tx) * 1e6,
+                              StrCat("pausing its peer without a break for ", Num(p.unbroken_us / 1000), " ms")));
+    }
     const double frames = LosslessDelta(*p.e, "pfc_tx_pause_frames");
     if (frames > 0) h.evidence.push_back(Ev(*p.e, "pfc_tx_pause_frames", frames, frames / interval_s));
     if (p.storm_events > 0)
       h.evidence.push_back(Ev(*p.e, "pause_storm_warnings", p.storm_events, p.storm_events / interval_s,
                               "the NIC's own stall prevention fired"));
-    h.summary = storm ? StrCat(p.e->entity, " keeps its link partner paused ", Pct(p.tx),
+    h.summary = unbroken && p.tx < s_.storm_ratio
+                    ? StrCat(p.e->entity, " has paused its link partner without a break for ",
+                             Num(p.unbroken_us / 1000), " ms on the lossless class and nothing downstream explains "
+                             "it: it is the origin of a PFC storm")
+                : storm ? StrCat(p.e->entity, " keeps its link partner paused ", Pct(p.tx),
                                " of the time on the lossless class and nothing downstream explains it: "
                                "it is the origin of a PFC storm")
                       : StrCat(p.e->entity, " pauses its link partner ", Pct(p.tx),

@@ -9,6 +9,7 @@
 // Not thread-safe: the ingester thread owns it (Observe after each commit,
 // Evaluate every `evaluate_every`).
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -17,6 +18,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -51,6 +53,7 @@ struct DetectorSettings {
   int64_t collective_window_us = 2'000'000;
   uint64_t lossless_drop_min = 1;
   int64_t drift_grace_us = 30'000'000;
+  int64_t storm_pause_us = 150'000;
 };
 
 // Fills defaults and checks ranges; every problem is reported.
@@ -83,6 +86,9 @@ class Detectors final {
 
   // Takes in one stored batch.
   void Observe(const v1::TelemetryBatch& batch);
+  // True once after an Observe whose fast-path readings took a lossless
+  // priority past storm_pause: evaluate now, not at the next tick.
+  bool TakeUrgent() { return std::exchange(urgent_, false); }
 
   // Runs the detectors as of `now_us` (Unix µs). Returns every anomaly that
   // opened, changed or closed in this evaluation, for the store.
@@ -128,6 +134,15 @@ class Detectors final {
     // have not yet fallen below a quarter of it: congested, with hysteresis.
     uint32_t congested_prios = 0;
     std::deque<int64_t> downs;   // when the link went down
+    // The PFC fast path (EntitySamples.fast): readings between full ones.
+    int64_t fast_ts_us = 0;  // the last fast reading
+    // Series -> the fast readings' deltas since the last full reading,
+    // added to its delta so that it spans its whole interval.
+    std::unordered_map<std::string, double> fast_pending;
+    // Per priority: how long the port has paused its peer without a break,
+    // up to its last reading of either kind.
+    std::array<double, 8> unbroken_us{};
+    double fast_tx_ratio = 0;  // lossless tx pause share of the last fast interval
   };
   struct CollRecord {
     int64_t ts_us;
@@ -186,6 +201,10 @@ class Detectors final {
     bool changed = false;
   };
 
+  // The pause runs of a reading `since_us` after the entity's last one.
+  void TrackUnbroken(EntityState& e, const v1::EntitySamples& es, double since_us, bool fast);
+  // The longest lossless pause run, as of the entity's last reading.
+  double Unbroken(const EntityState& e) const;
   void DetectPorts(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits);
   void DetectJobs(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits);
   void DetectDrift(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits);
@@ -207,6 +226,7 @@ class Detectors final {
                   std::string note = "") const;
 
   DetectorSettings s_;
+  bool urgent_ = false;
   // Keys Find was asked for, interned (observer thread only, as all
   // detection is).
   struct KeyHash {

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <cmath>
 
 #include "common/counter_delta.h"
@@ -53,15 +54,21 @@ class FakeFabric {
     auto& v = values_[{scope, entity}][Key(counter, prio, queue)];
     v = {counter, prio, queue, v.value + delta};
   }
-  v1::TelemetryBatch Poll(int64_t ts_us) {
+  // A full poll, or with `fast`, a fast-path reading of those entities'
+  // PFC pause counters alone (deltas chained with the full polls', as the
+  // agents' one BatchBuilder chains them).
+  v1::TelemetryBatch Poll(int64_t ts_us, const std::set<std::string>& fast = {}) {
     v1::TelemetryBatch batch;
     batch.set_agent_id("fake");
     for (auto& [id, series] : values_) {
+      if (!fast.empty() && !fast.count(id.second)) continue;
       auto* es = batch.add_entities();
       es->set_scope(id.first);
       es->set_entity(id.second);
       es->set_timestamp_us(ts_us);
+      es->set_fast(!fast.empty());
       for (auto& [key, s] : series) {
+        if (!fast.empty() && !IsFastPathCounter(s.counter)) continue;
         const CounterDef* def = FindCounter(id.first, s.counter);
         auto* sample = es->add_samples();
         sample->set_counter(s.counter);
@@ -204,6 +211,76 @@ TEST_F(DetectorsTest, StormOnsetNamesTheNicAndRecoveryClosesIt) {
   ASSERT_NE(ended, nullptr);
   EXPECT_GT(ended->end_us(), kT0 + 14 * kSecond);
   EXPECT_LE(ended->end_us(), kT0 + 15 * kSecond);
+}
+
+// The fast path: PFC pause counters every 100 ms between full polls.
+// A NIC that starts pausing its switch port without a break 30 ms after a
+// fast reading is a storm once the run reaches storm_pause (150 ms): at
+// the second fast reading, judged at once (TakeUrgent), not at the next
+// full poll.
+TEST_F(DetectorsTest, TheFastPathSeesAnUnbrokenPauseAsAStormWithinTwoReadings) {
+  const std::string nic = "z1-r01-h1/mlx5_0";
+  for (int s = 0; s <= 5; ++s) Step(s);
+  const int64_t onset = kT0 + 5 * kSecond + 30'000;
+  int64_t seen = 0;
+  for (int tenth = 1; tenth <= 9 && seen == 0; ++tenth) {
+    const int64_t ts = kT0 + 5 * kSecond + tenth * 100'000;
+    fabric_.Add(v1::SCOPE_NIC, nic, "pfc_tx_pause_us", tenth == 1 ? 70'000 : 100'000, 3);
+    detectors_.Observe(fabric_.Poll(ts, {nic}));
+    const bool urgent = detectors_.TakeUrgent();
+    for (const auto& a : detectors_.Evaluate(ts + 1'000, context_)) all_[a.id()] = a;
+    if (Active("pfc_storm", nic) != nullptr) {
+      EXPECT_TRUE(urgent) << "the reading that showed it asks for an evaluation";
+      seen = ts;
+    } else {
+      EXPECT_FALSE(urgent);
+    }
+  }
+  ASSERT_GT(seen, 0) << "the fast path never saw the storm";
+  EXPECT_EQ(seen - onset, 170'000) << "two fast readings after the onset";
+  const v1::Anomaly* storm = Active("pfc_storm", nic);
+  EXPECT_EQ(storm->severity(), v1::SEVERITY_CRITICAL);
+  EXPECT_NE(storm->summary().find("without a break for 170 ms"), std::string::npos) << storm->summary();
+  EXPECT_LE(storm->start_us(), onset + 1'000);
+  EXPECT_EQ(Count("pfc_storm"), 1) << "the switch port it pauses is not an origin";
+}
+
+// Between the fast readings, the deltas wait for the next full reading: its
+// interval covers the whole second, so its pause share is the second's.
+TEST_F(DetectorsTest, AFullReadingAfterFastOnesSpansItsWholeInterval) {
+  const std::string nic = "z1-r01-h1/mlx5_0";
+  for (int s = 0; s <= 5; ++s) Step(s);
+  for (int tenth = 1; tenth <= 9; ++tenth) {
+    fabric_.Add(v1::SCOPE_NIC, nic, "pfc_tx_pause_us", 60'000, 3);  // 60%: with breaks
+    detectors_.Observe(fabric_.Poll(kT0 + 5 * kSecond + tenth * 100'000, {nic}));
+    EXPECT_FALSE(detectors_.TakeUrgent()) << "a pause with breaks is no unbroken run";
+  }
+  fabric_.Add(v1::SCOPE_NIC, nic, "pfc_tx_pause_us", 60'000, 3);
+  Step(6);
+  const v1::Anomaly* storm = Active("pfc_storm", nic);
+  ASSERT_NE(storm, nullptr) << "60% of the second is a storm by storm_ratio";
+  EXPECT_DOUBLE_EQ(storm->magnitude(), 0.6) << "the share of the whole second, not of its last 100 ms";
+  double total = 0;
+  for (const auto& ev : storm->evidence())
+    if (ev.counter() == "pfc_tx_pause_us") total = ev.total();
+  EXPECT_DOUBLE_EQ(total, 600'000);
+}
+
+// Congestion pauses come and go: 90% of every 100 ms for three seconds is
+// never a 150 ms run, so the fast path raises nothing between full polls.
+TEST_F(DetectorsTest, PausesWithBreaksAreNeverAnUnbrokenRun) {
+  const std::string nic = "z1-r01-h1/mlx5_0";
+  for (int s = 0; s < 5; ++s) Step(s);
+  for (int s = 5; s < 8; ++s) {
+    for (int tenth = 1; tenth <= 9; ++tenth) {
+      fabric_.Add(v1::SCOPE_NIC, nic, "pfc_tx_pause_us", 90'000, 3);
+      detectors_.Observe(fabric_.Poll(kT0 + s * kSecond + tenth * 100'000, {nic}));
+      EXPECT_FALSE(detectors_.TakeUrgent());
+    }
+    fabric_.Add(v1::SCOPE_NIC, nic, "pfc_tx_pause_us", 90'000, 3);
+    detectors_.Observe(fabric_.Poll(kT0 + (s + 1) * kSecond));
+    EXPECT_FALSE(detectors_.TakeUrgent());
+  }
 }
 
 TEST_F(DetectorsTest, PausesBelowTheStormClassAreNotAStorm) {

@@ -26,22 +26,43 @@ void AgentLoop::Run(boost::asio::io_context& io, int64_t flush_timeout_us) {
   const int64_t watchdog_us = systemd::WatchdogPingIntervalUs();
   int64_t last_ping_us = 0;
   // Ticks are scheduled from a fixed origin so the interval does not drift
-  // by the poll's own duration.
-  auto next = std::chrono::steady_clock::now();
+  // by the poll's own duration. With a fast path a tick is a fast interval
+  // and every `ratio`-th is the full poll's.
+  const int64_t step_us = fast_interval_us_ > 0 ? fast_interval_us_ : interval_us_;
+  const int64_t ratio = interval_us_ / step_us;
+  const auto origin = std::chrono::steady_clock::now();
+  int64_t slot = 0;
+  int64_t last_full_us = 0;
+  bool polled = false;
+  auto next = origin;
   std::function<void(const boost::system::error_code&)> tick =
       [&](const boost::system::error_code& ec) {
         if (ec || stopping) return;
         const int64_t started_us = clock_.MonotonicUs();
-        poll_();
+        // A full poll on its own slots, and whenever one is due because
+        // slow ticks skipped its slot.
+        const bool full = !polled || slot % ratio == 0 || started_us - last_full_us >= interval_us_;
+        if (full) {
+          poll_();
+          polled = true;
+          last_full_us = started_us;
+        } else {
+          fast_poll_();
+        }
         const int64_t now_us = clock_.MonotonicUs();
-        Record(now_us - started_us);
+        if (full) Record(now_us - started_us);
+        else RecordFast(now_us - started_us);
         if (watchdog_us > 0 && now_us - last_ping_us >= watchdog_us) {
           systemd::NotifyWatchdog();
           last_ping_us = now_us;
         }
-        next += std::chrono::microseconds(interval_us_);
+        ++slot;
+        next = origin + std::chrono::microseconds(slot * step_us);
         const auto now = std::chrono::steady_clock::now();
-        if (next < now) next = now;  // fell behind: skip, do not burst
+        if (next < now) {  // fell behind: skip, do not burst
+          slot = std::chrono::duration_cast<std::chrono::microseconds>(now - origin).count() / step_us + 1;
+          next = origin + std::chrono::microseconds(slot * step_us);
+        }
         timer.expires_at(next);
         timer.async_wait(tick);
       };
@@ -53,6 +74,23 @@ void AgentLoop::Run(boost::asio::io_context& io, int64_t flush_timeout_us) {
   if (!shipper_.Flush(flush_timeout_us))
     LOG_WARN("agent", "stopping with ", shipper_.stats().pending, " unacked batches");
   shipper_.Stop();
+}
+
+void AgentLoop::SetFastPoll(int64_t fast_interval_us, std::function<void()> fast_poll) {
+  fast_interval_us_ = fast_poll ? fast_interval_us : 0;
+  fast_poll_ = std::move(fast_poll);
+}
+
+AgentLoop::FastTimes AgentLoop::fast_times() const {
+  std::lock_guard lock(mu_);
+  return fast_times_;
+}
+
+void AgentLoop::RecordFast(int64_t us) {
+  std::lock_guard lock(mu_);
+  ++fast_times_.polls;
+  fast_times_.total_us += us;
+  if (us > fast_interval_us_) ++fast_times_.overruns;
 }
 
 uint64_t AgentLoop::polls() const {

@@ -3,6 +3,10 @@
 // call the agent's poll function, on one Boost.Asio io_context (the main
 // thread), which also pings the systemd watchdog, so a stuck poll stops the
 // pings. On SIGINT or SIGTERM it stops polling and flushes the shipper.
+//
+// With a fast path (SetFastPoll), ticks come every fast interval; the full
+// poll takes the ticks on its own grid (every interval/fast_interval-th)
+// and the fast poll the others, so both run on one thread in time order.
 
 #include <array>
 #include <boost/asio/io_context.hpp>
@@ -18,6 +22,11 @@ class AgentLoop final {
  public:
   AgentLoop(int64_t interval_us, std::function<void()> poll, TelemetryShipper& shipper,
             const Clock& clock);
+
+  // Adds the fast path: `fast_poll` every `fast_interval_us` between full
+  // polls. `fast_interval_us` must divide the interval
+  // (ResolveFastIntervalUs in common/daemon_setup.h checks it).
+  void SetFastPoll(int64_t fast_interval_us, std::function<void()> fast_poll);
 
   // Polls until SIGINT or SIGTERM, then waits up to `flush_timeout_us` for
   // the shipper's queue to drain, and stops it.
@@ -36,15 +45,27 @@ class AgentLoop final {
   };
   PollTimes poll_times() const;
   int64_t interval_us() const { return interval_us_; }
+  int64_t fast_interval_us() const { return fast_interval_us_; }
+  // The fast path's polls and their CPU-wall time (not in the histogram).
+  struct FastTimes {
+    uint64_t polls = 0;
+    int64_t total_us = 0;
+    uint64_t overruns = 0;  // took longer than the fast interval
+  };
+  FastTimes fast_times() const;
 
  private:
   void Record(int64_t us);
+  void RecordFast(int64_t us);
   int64_t interval_us_;
+  int64_t fast_interval_us_ = 0;
   std::function<void()> poll_;
+  std::function<void()> fast_poll_;
   TelemetryShipper& shipper_;
   const Clock& clock_;
   mutable std::mutex mu_;
   PollTimes times_;
+  FastTimes fast_times_;
 };
 
 }  // namespace rocefab

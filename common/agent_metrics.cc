@@ -100,6 +100,14 @@ std::vector<MetricFamily> AgentMetrics::Collect() const {
   counter("rocefab_agent_poll_overruns_total", "Polls that took longer than the poll interval",
           static_cast<double>(times.overruns));
   gauge("rocefab_agent_poll_interval_seconds", "The configured poll interval", loop_.interval_us() / 1e6);
+  const AgentLoop::FastTimes fast = loop_.fast_times();
+  gauge("rocefab_agent_fast_poll_interval_seconds", "The PFC fast path's interval (0: off)",
+        loop_.fast_interval_us() / 1e6);
+  counter("rocefab_agent_fast_polls_total", "Fast-path polls of the PFC pause counters",
+          static_cast<double>(fast.polls));
+  counter("rocefab_agent_fast_poll_seconds_total", "Time spent in fast-path polls", fast.total_us / 1e6);
+  counter("rocefab_agent_fast_poll_overruns_total", "Fast-path polls that took longer than the fast interval",
+          static_cast<double>(fast.overruns));
 
   const TelemetryShipper::Stats s = shipper_.stats();
   out.push_back(ByLabel("rocefab_agent_source_problems_total",

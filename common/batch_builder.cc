@@ -49,4 +49,13 @@ void BatchBuilder::AddValue(v1::EntitySamples* entity, const CounterDef& def,
   sample->set_reset(result.kind == DeltaKind::kReset);
 }
 
+void DropIfUnmoved(v1::TelemetryBatch* batch) {
+  if (batch->entities_size() == 0) return;
+  const v1::EntitySamples& last = batch->entities(batch->entities_size() - 1);
+  for (const v1::Sample& sample : last.samples())
+    if (sample.kind() == v1::VALUE_KIND_COUNTER && (!sample.has_delta() || sample.delta() != 0 || sample.reset()))
+      return;
+  batch->mutable_entities()->RemoveLast();
+}
+
 }  // namespace rocefab

@@ -40,10 +40,17 @@ class BatchBuilder final {
 
   size_t series_count() const { return deltas_.series_count(); }
 
+
  private:
   DeltaTracker deltas_;
   std::string host_boot_id_;
   std::string key_;  // reused buffer for series keys
 };
+
+// The fast path sends an entity only when it changed: removes the batch's
+// last entity if every counter in it has a zero delta (no first reading,
+// no reset). Its values are already recorded as the series' last, which
+// they equal, so the delta chain stays whole.
+void DropIfUnmoved(v1::TelemetryBatch* batch);
 
 }  // namespace rocefab

@@ -117,6 +117,11 @@ std::span<const CounterDef> AllCounters() { return kCounters; }
 
 std::span<const CounterDef> CountersOfScope(v1::Scope scope) { return ScopeSlice(scope); }
 
+bool IsFastPathCounter(std::string_view name) {
+  return name == "pfc_rx_pause_frames" || name == "pfc_tx_pause_frames" || name == "pfc_rx_pause_us" ||
+         name == "pfc_tx_pause_us" || name == "pause_storm_warnings" || name == "pause_storm_errors";
+}
+
 const CounterDef* FindCounter(v1::Scope scope, std::string_view name) {
   // Called for every sample on the ingest path: a hash lookup, not a scan.
   // Keys view the table's own names: no allocation per lookup.

@@ -46,6 +46,10 @@ std::span<const CounterDef> CountersOfScope(v1::Scope scope);
 // nullptr when `name` is not in the vocabulary of `scope`.
 const CounterDef* FindCounter(v1::Scope scope, std::string_view name);
 
+// The counters the PFC fast path reads between full polls (the pause frames
+// and durations, and the NIC's own storm events), by vocabulary name.
+bool IsFastPathCounter(std::string_view name);
+
 // "nic", "port", "queue", "coll".
 std::string_view ScopeName(v1::Scope scope);
 bool ParseScope(std::string_view name, v1::Scope* scope);

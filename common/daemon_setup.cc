@@ -84,6 +84,24 @@ absl::StatusOr<int64_t> ResolveDurationUs(std::string_view flag_name, bool flag_
   return *parsed;
 }
 
+absl::StatusOr<int64_t> ResolveFastIntervalUs(bool flag_given, const std::string& flag_text, bool config_has,
+                                              const google::protobuf::Duration& config_value,
+                                              int64_t interval_us) {
+  auto fast = ResolveDurationUs("--fast-interval", flag_given, flag_text, config_has, config_value);
+  if (!fast.ok() || *fast == 0) return fast;
+  absl::Status problem;
+  if (*fast < 10'000)
+    problem = absl::InvalidArgumentError("--fast-interval must be at least 10ms (or 0s: off)");
+  else if (*fast >= interval_us || interval_us % *fast != 0)
+    problem = absl::InvalidArgumentError(StrCat("--fast-interval (", FormatDurationUs(*fast),
+                                                ") must be shorter than --interval (", FormatDurationUs(interval_us),
+                                                ") and divide it"));
+  if (problem.ok()) return fast;
+  if (flag_given || config_has) return problem;
+  LOG_INFO("agent", "the PFC fast path is off: ", problem.message());
+  return 0;
+}
+
 int ParseFlags(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);

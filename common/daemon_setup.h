@@ -33,6 +33,14 @@ absl::StatusOr<int64_t> ResolveDurationUs(std::string_view flag_name, bool flag_
                                           const std::string& flag_text, bool config_has,
                                           const google::protobuf::Duration& config_value);
 
+// The agents' PFC fast-path interval (0: off). Given on the command line or
+// in the config, it must be 0, or at least 10ms and divide `interval_us`
+// while being shorter. Left at its default, it is off (with a log line)
+// where it would not fit the interval.
+absl::StatusOr<int64_t> ResolveFastIntervalUs(bool flag_given, const std::string& flag_text, bool config_has,
+                                              const google::protobuf::Duration& config_value,
+                                              int64_t interval_us);
+
 // The TLS and authorization flags every daemon takes (docs/security.md).
 struct SecurityFlags {
   std::string ca, cert, key;

@@ -35,4 +35,12 @@ void HostAgent::PollOnce() {
   shipper_.Enqueue(std::move(batch));
 }
 
+void HostAgent::PollFast() {
+  const HostSnapshot snapshot = poller_.PollPfc();
+  if (snapshot.nics.empty()) return;
+  v1::TelemetryBatch batch = builder_.NewBatch(clock_.NowUs());
+  AppendSnapshot(snapshot, &builder_, &batch, /*fast=*/true);
+  if (batch.entities_size() > 0) shipper_.Enqueue(std::move(batch));
+}
+
 }  // namespace rocefab::hostd

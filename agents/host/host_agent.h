@@ -20,6 +20,9 @@ class HostAgent final {
 
   // One poll: snapshot, batch, enqueue.
   void PollOnce();
+  // One fast-path poll (HostPoller::PollPfc): a batch of the ports whose
+  // PFC counters moved, enqueued only if there is one.
+  void PollFast();
 
  private:
   HostPoller& poller_;

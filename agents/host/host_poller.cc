@@ -24,6 +24,8 @@ HostSnapshot HostPoller::Poll() {
     roce_.clear();
     roce_read_us_ = snapshot.timestamp_us;
   }
+  ports_.clear();
+  for (const NicReading& nic : snapshot.nics) ports_.push_back({nic.device, nic.netdev, nic.port});
   for (NicReading& nic : snapshot.nics) {
     // The RoCE settings `rocefab check roce` compares with the switch.
     const std::string key = StrCat(nic.device, "/", nic.port);
@@ -62,6 +64,31 @@ HostSnapshot HostPoller::Poll() {
   return snapshot;
 }
 
+HostSnapshot HostPoller::PollPfc() {
+  HostSnapshot snapshot;
+  snapshot.host = host_;
+  snapshot.timestamp_us = clock_.NowUs();
+  if (sources_.ethtool == nullptr) return snapshot;
+  sources_.ethtool->BeginPoll(snapshot.timestamp_us);
+  for (const Port& port : ports_) {
+    if (port.netdev.empty()) continue;
+    auto stats = sources_.ethtool->Read(port.netdev);
+    if (!stats.ok()) {
+      // The full poll counts the failure; the fast path only skips the port.
+      LOG_DEBUG(kLog, stats.status().message());
+      continue;
+    }
+    NicReading& nic = snapshot.nics.emplace_back();
+    nic.device = port.device;
+    nic.port = port.port;
+    nic.netdev = port.netdev;
+    MapEthtoolStats(*stats, &nic);
+    std::erase_if(nic.counters, [](const auto& kv) { return !IsFastPathCounter(kv.first); });
+    std::erase_if(nic.per_prio, [](const auto& kv) { return !IsFastPathCounter(kv.first); });
+  }
+  return snapshot;
+}
+
 nlohmann::json SnapshotToJson(const HostSnapshot& snapshot) {
   nlohmann::json nics = nlohmann::json::array();
   for (const NicReading& nic : snapshot.nics) {
@@ -89,11 +116,12 @@ nlohmann::json SnapshotToJson(const HostSnapshot& snapshot) {
 }
 
 void AppendSnapshot(const HostSnapshot& snapshot, BatchBuilder* builder,
-                    v1::TelemetryBatch* batch) {
+                    v1::TelemetryBatch* batch, bool fast) {
   for (const NicReading& nic : snapshot.nics) {
     v1::EntitySamples* entity =
         builder->AddEntity(batch, v1::SCOPE_NIC, StrCat(snapshot.host, "/", nic.device),
                            nic.port, nic.netdev, snapshot.timestamp_us);
+    if (fast) entity->set_fast(true);
     for (const auto& [name, value] : nic.counters) {
       if (const CounterDef* def = FindCounter(v1::SCOPE_NIC, name))
         builder->AddValue(entity, *def, std::nullopt, std::nullopt, value);
@@ -109,7 +137,9 @@ void AppendSnapshot(const HostSnapshot& snapshot, BatchBuilder* builder,
     if (nic.rate_bytes_per_second)
       builder->AddValue(entity, *FindCounter(v1::SCOPE_NIC, "rate_bytes_per_second"),
                         std::nullopt, std::nullopt, *nic.rate_bytes_per_second);
+    if (fast) DropIfUnmoved(batch);
   }
+  if (fast) return;  // the full poll reports what the sources could not give
   auto* health = batch->mutable_health();
   health->set_skipped_values(health->skipped_values() + snapshot.health.skipped_values);
   health->set_parse_errors(health->parse_errors() + snapshot.health.parse_errors);

@@ -42,6 +42,10 @@ class HostPoller final {
   HostPoller(std::string host, Sources sources, const Clock& clock);
 
   HostSnapshot Poll();
+  // The fast path: only the PFC pause counters (IsFastPathCounter), from
+  // the ethtool statistics of the ports the last Poll found. Empty before
+  // the first Poll or without an ethtool source.
+  HostSnapshot PollPfc();
 
  private:
   std::string host_;
@@ -52,6 +56,11 @@ class HostPoller final {
   // are read at most every 30 s ("device/port" -> last read), and each poll
   // reports the latest.
   std::map<std::string, RoceSettings> roce_;
+  struct Port {
+    std::string device, netdev;
+    uint32_t port;
+  };
+  std::vector<Port> ports_;  // as the last Poll found them
   int64_t roce_read_us_ = 0;
 };
 
@@ -62,9 +71,10 @@ class HostPoller final {
 nlohmann::json SnapshotToJson(const HostSnapshot& snapshot);
 
 // Appends a snapshot to a batch: one SCOPE_NIC entity per RDMA port,
-// "<host>/<device>".
+// "<host>/<device>". A `fast` snapshot (PollPfc) gives fast entities, and
+// only for the ports where a counter moved since its last sample.
 void AppendSnapshot(const HostSnapshot& snapshot, BatchBuilder* builder,
-                    v1::TelemetryBatch* batch);
+                    v1::TelemetryBatch* batch, bool fast = false);
 
 // The kernel boot id from <proc-root>/sys/kernel/random/boot_id, or "" if unreadable.
 std::string ReadHostBootId(const FsRoot& proc_root);

@@ -69,6 +69,59 @@ TEST(HostPoller, SeesFilesChangedInPlaceAndFilesReplacedByRename) {
   }
 }
 
+// The fast path reads only the pause counters of the ports the full poll
+// found, and a batch carries a port only when one of them moved; the deltas
+// chain with the full poll's.
+TEST(HostPoller, TheFastPathSendsOnlyThePauseCountersOfPortsWhereOneMoved) {
+  testing::TempDir dir;
+  testing::CopyTree(kHostA, dir.path());
+  FsRoot sysfs(dir / "sys");
+  TextEthtoolSource ethtool(dir / "ethtool");
+  testing::FakeClock clock;
+  HostPoller poller("z1-r01-h1", {&sysfs, &ethtool, nullptr}, clock);
+  EXPECT_TRUE(poller.PollPfc().nics.empty()) << "no ports known before the first full poll";
+  BatchBuilder builder;
+  v1::TelemetryBatch full = builder.NewBatch(clock.NowUs());
+  AppendSnapshot(poller.Poll(), &builder, &full);
+  ASSERT_EQ(full.entities_size(), 2);
+
+  clock.Advance(100'000);
+  v1::TelemetryBatch quiet = builder.NewBatch(clock.NowUs());
+  HostSnapshot unmoved = poller.PollPfc();
+  ASSERT_EQ(unmoved.nics.size(), 2u);
+  for (const NicReading& nic : unmoved.nics) {
+    EXPECT_TRUE(nic.counters.count("tx_bytes") == 0 && nic.counters.count("cnp_sent") == 0);
+    EXPECT_EQ(nic.per_prio.at("pfc_tx_pause_us").count(3), 1u);
+  }
+  AppendSnapshot(unmoved, &builder, &quiet, /*fast=*/true);
+  EXPECT_EQ(quiet.entities_size(), 0) << "nothing moved: nothing to send";
+
+  std::string stats = testing::ReadFile(dir / "ethtool/eth2/statistics");
+  const size_t at = stats.find("tx_prio3_pause_duration: ");
+  ASSERT_NE(at, std::string::npos);
+  const size_t end = stats.find('\n', at);
+  const uint64_t before = std::stoull(stats.substr(at + 25, end - at - 25));
+  stats.replace(at, end - at, StrCat("tx_prio3_pause_duration: ", before + 99'000));
+  ASSERT_TRUE(WriteFileAtomic(dir / "ethtool/eth2/statistics", stats).ok());
+  clock.Advance(100'000);
+  v1::TelemetryBatch moved = builder.NewBatch(clock.NowUs());
+  AppendSnapshot(poller.PollPfc(), &builder, &moved, /*fast=*/true);
+  ASSERT_EQ(moved.entities_size(), 1) << "only the port whose pause counter moved";
+  const v1::EntitySamples& nic = moved.entities(0);
+  EXPECT_TRUE(nic.fast());
+  EXPECT_EQ(nic.entity(), "z1-r01-h1/mlx5_0");
+  bool seen = false;
+  for (const v1::Sample& sample : nic.samples()) {
+    EXPECT_TRUE(IsFastPathCounter(sample.counter())) << sample.counter();
+    if (sample.counter() == "pfc_tx_pause_us" && sample.prio() == 3) {
+      seen = true;
+      EXPECT_EQ(sample.delta(), 99'000u) << "the increase since the full poll";
+    }
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_EQ(moved.health().source_errors(), 0u) << "the full poll reports the sources' health";
+}
+
 TEST(SnapshotToJson, HasTheDocumentedShape) {
   FsRoot sysfs(kHostA + "/sys");
   TextEthtoolSource ethtool(kHostA + "/ethtool");

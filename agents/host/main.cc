@@ -72,6 +72,11 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--collector", collector, "rocefab-collectord gRPC address")->capture_default_str();
   app.add_option("--interval", interval_text, "poll interval, e.g. 1s, 500ms")->capture_default_str();
+  std::string fast_interval_text = "100ms";
+  app.add_option("--fast-interval", fast_interval_text,
+                 "the PFC fast path: read only the pause counters this often between polls, and send "
+                 "them when they move (docs/diagnosis.md); must divide --interval; 0s: off")
+      ->capture_default_str();
   app.add_option("--sysfs-root", sysfs_root, "where sysfs is mounted (like node_exporter's --path.sysfs)")
       ->capture_default_str();
   app.add_option("--proc-root", proc_root, "where procfs is mounted")->capture_default_str();
@@ -128,6 +133,9 @@ int main(int argc, char** argv) {
   if (interval_us < 10'000) {
     return UsageError(kProgram, absl::InvalidArgumentError("interval must be at least 10ms"));
   }
+  auto fast_interval = ResolveFastIntervalUs(app.count("--fast-interval") > 0, fast_interval_text,
+                                             config.has_fast_interval(), config.fast_interval(), interval_us);
+  if (!fast_interval.ok()) return UsageError(kProgram, fast_interval.status());
   if (config.host_name().empty()) config.set_host_name(SystemHostName());
 
   // Counter files stay open between polls (common/file_cache.h), about 30
@@ -175,6 +183,7 @@ int main(int argc, char** argv) {
         std::vector<std::string>(config.inspector_globs().begin(), config.inspector_globs().end()));
   hostd::HostAgent agent(poller, shipper, proc, clock, inspector.get());
   AgentLoop loop(interval_us, [&] { agent.PollOnce(); }, shipper, clock);
+  if (*fast_interval > 0) loop.SetFastPoll(*fast_interval, [&] { agent.PollFast(); });
   auto components = SystemComponents();
   for (const auto& [device, version] : hostd::NicFirmwareVersions(sysfs)) components[device + " firmware"] = version;
   // The endpoint holds its collectables weakly: they live here.
@@ -185,6 +194,7 @@ int main(int argc, char** argv) {
   if (!metrics.ok()) return UsageError(kProgram, metrics.status());
   boost::asio::io_context io;
   LOG_INFO("hostd", "host ", config.host_name(), ": polling every ", FormatDurationUs(interval_us),
+           *fast_interval > 0 ? StrCat(", PFC counters every ", FormatDurationUs(*fast_interval)) : "",
            ", shipping to ", config.collector(), " (agent boot id ", shipper.agent_boot_id(), ")");
   systemd::NotifyReady(StrCat("polling host=", config.host_name(), " collector=", config.collector(),
                               *metrics ? StrCat(" metrics=", (*metrics)->bound_address()) : std::string()));

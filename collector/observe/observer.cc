@@ -81,7 +81,9 @@ void Observer::Loop() {
     // anomalies close.
     if (detectors_) {
       const int64_t since = clock_.MonotonicUs() - last_evaluate_us_;
-      if ((fresh_data_ && since >= 100'000) || since >= detectors_->settings().evaluate_every_us) {
+      // A storm the fast path just saw is judged at once.
+      const bool urgent = detectors_->TakeUrgent();
+      if (urgent || (fresh_data_ && since >= 100'000) || since >= detectors_->settings().evaluate_every_us) {
         fresh_data_ = false;
         Evaluate();
       }
