@@ -173,10 +173,10 @@ void Detectors::Observe(const v1::TelemetryBatch& batch) {
       e.fast_ts_us = es.timestamp_us();
       for (const v1::Sample& sample : es.samples())
         if (sample.has_delta()) e.fast_pending[SeriesKey(sample)] += static_cast<double>(sample.delta());
-      TrackUnbroken(e, es, since_us, /*fast=*/true);
+      TrackUnbroken(e, es, since_us, es.previous_us() > last_us ? es.previous_us() : 0, /*fast=*/true);
       continue;
     }
-    TrackUnbroken(e, es, since_us, /*fast=*/false);
+    TrackUnbroken(e, es, since_us, 0, /*fast=*/false);
     e.prev_ts_us = e.ts_us;
     e.ts_us = es.timestamp_us();
     // A reading replaces the last one; series it lacks are no longer known.
@@ -220,25 +220,35 @@ void Detectors::Observe(const v1::TelemetryBatch& batch) {
   }
 }
 
-void Detectors::TrackUnbroken(EntityState& e, const v1::EntitySamples& es, double since_us, bool fast) {
-  // An interval paused for at least this share of its length continues a
-  // run. (The counter and the reading's timestamp are a few ms apart at
-  // most.) A shorter pause in an interval shorter than storm_pause may lie
-  // at its end and starts one, which only unbroken intervals after it can
-  // take to storm_pause; in a longer interval it proves nothing.
+void Detectors::TrackUnbroken(EntityState& e, const v1::EntitySamples& es, double since_us, int64_t read_before_us,
+                              bool fast) {
+  // The pause since the counter last grew, for at least this share of that
+  // time, continues a run. (The counter and the reading's timestamp are a
+  // few ms apart at most; a counter that the hardware refreshes in steps
+  // grows once per step, by the whole step.) A shorter pause in a reading
+  // interval shorter than storm_pause may lie at its end and starts one,
+  // which only unbroken intervals after it can take to storm_pause; in a
+  // longer interval it proves nothing.
   constexpr double kUnbrokenShare = 0.95;
   if (fast) e.fast_tx_ratio = 0;
+  // The counters were as their last samples at read_before_us: what grew,
+  // grew after it.
+  if (read_before_us > 0) since_us = std::min(since_us, static_cast<double>(es.timestamp_us() - read_before_us));
   if (since_us <= 0) return;
   for (const v1::Sample& sample : es.samples()) {
     if (sample.counter() != "pfc_tx_pause_us" || !sample.has_prio() || sample.prio() >= e.unbroken_us.size() ||
         !s_.lossless_priorities.count(sample.prio()))
       continue;
     double& run = e.unbroken_us[sample.prio()];
+    int64_t& moved_us = e.pause_moved_us[sample.prio()];
     const double before = run;
-    const double paused = sample.has_delta() ? std::min(since_us, static_cast<double>(sample.delta())) : 0;
-    run = paused >= kUnbrokenShare * since_us               ? run + paused
+    const double grew = sample.has_delta() ? static_cast<double>(sample.delta()) : 0;
+    const double span = moved_us > 0 ? static_cast<double>(es.timestamp_us() - moved_us) : since_us;
+    const double paused = std::min(since_us, grew);
+    run = grew > 0 && grew >= kUnbrokenShare * span        ? run + grew
           : since_us < static_cast<double>(s_.storm_pause_us) ? paused
                                                               : 0;
+    if (grew > 0) moved_us = es.timestamp_us();
     if (fast) {
       e.fast_tx_ratio = std::max(e.fast_tx_ratio, paused / since_us);
       const double threshold = static_cast<double>(s_.storm_pause_us);

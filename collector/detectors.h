@@ -142,6 +142,7 @@ class Detectors final {
     // Per priority: how long the port has paused its peer without a break,
     // up to its last reading of either kind.
     std::array<double, 8> unbroken_us{};
+    std::array<int64_t, 8> pause_moved_us{};  // per priority: the last reading its tx pause grew
     double fast_tx_ratio = 0;  // lossless tx pause share of the last fast interval
   };
   struct CollRecord {
@@ -202,7 +203,9 @@ class Detectors final {
   };
 
   // The pause runs of a reading `since_us` after the entity's last one.
-  void TrackUnbroken(EntityState& e, const v1::EntitySamples& es, double since_us, bool fast);
+  // `read_before_us`: when the agent last read the counters, sent or not.
+  void TrackUnbroken(EntityState& e, const v1::EntitySamples& es, double since_us, int64_t read_before_us,
+                     bool fast);
   // The longest lossless pause run, as of the entity's last reading.
   double Unbroken(const EntityState& e) const;
   void DetectPorts(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits);

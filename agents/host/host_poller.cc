@@ -1,5 +1,7 @@
 #include "agents/host/host_poller.h"
 
+#include <utility>
+
 #include "common/strings.h"
 #include "common/counters.h"
 #include "common/log.h"
@@ -16,6 +18,7 @@ HostSnapshot HostPoller::Poll() {
   HostSnapshot snapshot;
   snapshot.host = host_;
   snapshot.timestamp_us = clock_.NowUs();
+  snapshot.previous_us = std::exchange(last_read_us_, snapshot.timestamp_us);
   snapshot.nics = sysfs_.ReadAll(&snapshot.health, snapshot.timestamp_us);
   if (sources_.ethtool != nullptr) sources_.ethtool->BeginPoll(snapshot.timestamp_us);
   const bool read_roce = roce_read_us_ == 0 || snapshot.timestamp_us - roce_read_us_ >= 30'000'000 ||
@@ -68,7 +71,8 @@ HostSnapshot HostPoller::PollPfc() {
   HostSnapshot snapshot;
   snapshot.host = host_;
   snapshot.timestamp_us = clock_.NowUs();
-  if (sources_.ethtool == nullptr) return snapshot;
+  if (sources_.ethtool == nullptr || ports_.empty()) return snapshot;
+  snapshot.previous_us = std::exchange(last_read_us_, snapshot.timestamp_us);
   sources_.ethtool->BeginPoll(snapshot.timestamp_us);
   for (const Port& port : ports_) {
     if (port.netdev.empty()) continue;
@@ -121,7 +125,10 @@ void AppendSnapshot(const HostSnapshot& snapshot, BatchBuilder* builder,
     v1::EntitySamples* entity =
         builder->AddEntity(batch, v1::SCOPE_NIC, StrCat(snapshot.host, "/", nic.device),
                            nic.port, nic.netdev, snapshot.timestamp_us);
-    if (fast) entity->set_fast(true);
+    if (fast) {
+      entity->set_fast(true);
+      entity->set_previous_us(snapshot.previous_us);
+    }
     for (const auto& [name, value] : nic.counters) {
       if (const CounterDef* def = FindCounter(v1::SCOPE_NIC, name))
         builder->AddValue(entity, *def, std::nullopt, std::nullopt, value);

@@ -26,6 +26,7 @@ namespace rocefab::hostd {
 struct HostSnapshot {
   std::string host;
   int64_t timestamp_us = 0;
+  int64_t previous_us = 0;  // the poller's read before this one (full or fast)
   std::vector<NicReading> nics;
   ReadHealth health;
 };
@@ -61,6 +62,7 @@ class HostPoller final {
     uint32_t port;
   };
   std::vector<Port> ports_;  // as the last Poll found them
+  int64_t last_read_us_ = 0;  // the last Poll or PollPfc
   int64_t roce_read_us_ = 0;
 };
 
