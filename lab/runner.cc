@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -57,6 +58,8 @@ class Daemons {
   // in the run directory, and the collector is told to poll it.
   // Switch agents run with the sonic backend on `sonic`'s databases.
   void UseSonic(const SonicLab* sonic) { sonic_ = sonic; }
+  // The host agents' --fast-interval; none: their default.
+  std::optional<double> fast_interval_s;
 
   absl::Status Start(const v1::Topology& topo, double poll_interval_s, const std::string& live,
                      const std::vector<std::string>& collector_args, bool with_controller,
@@ -136,6 +139,8 @@ class Daemons {
             "--host-name", host.name(), "--sysfs-root", root + "/sys", "--proc-root",
             root + "/proc", "--ethtool-dir", root + "/ethtool", "--no-netlink",
             "--inspector-glob", root + "/nccl-inspector-*"};
+      if (fast_interval_s)
+        argv.insert(argv.end(), {"--fast-interval", StrCat(static_cast<int>(*fast_interval_s * 1000), "ms")});
       AddTls(&argv, host.name());
       auto p = Subprocess::Spawn(
           {argv,
@@ -523,6 +528,7 @@ int Run(const RunOptions& options) {
   Daemons daemons(options.run_dir, options.bin_dir);
   daemons.UseSonic(sonic.get());
   if (options.daemons) {
+    if (scenario->has_fast_interval_s()) daemons.fast_interval_s = scenario->fast_interval_s();
     if (auto s = daemons.Start(topo, scenario->poll_interval_s(), live, options.collector_args,
                                 !scenario->policy().empty(), scenario->collectors());
         !s.ok())
