@@ -58,7 +58,7 @@ class Daemons {
   // in the run directory, and the collector is told to poll it.
   // Switch agents run with the sonic backend on `sonic`'s databases.
   void UseSonic(const SonicLab* sonic) { sonic_ = sonic; }
-  // The host agents' --fast-interval; none: their default.
+  // The agents' --fast-interval; none: their default.
   std::optional<double> fast_interval_s;
 
   absl::Status Start(const v1::Topology& topo, double poll_interval_s, const std::string& live,
@@ -156,6 +156,8 @@ class Daemons {
             "--backend", sonic_ != nullptr ? "sonic" : "file", "--state-dir", live + "/switches", "--switch-name",
             sw.name(), "--listen", "127.0.0.1:0"};
       if (sonic_ != nullptr) argv.insert(argv.end(), {"--sonic-db-config", sonic_->DbConfigPath(sw.name())});
+      if (fast_interval_s)
+        argv.insert(argv.end(), {"--fast-interval", StrCat(static_cast<int>(*fast_interval_s * 1000), "ms")});
       AddTls(&argv, sw.name());
       auto p = Subprocess::Spawn(
           {argv,

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/fs_root.h"
 #include "tests/support/test_support.h"
 
 namespace rocefab::switchd {
@@ -63,6 +64,23 @@ TEST(FileBackend, ReadsItsSwitchAndRefusesAnotherSwitchsFile) {
   EXPECT_NE(std::string(wrong.status().message()).find("written for switch z1-rtsw01"),
             std::string::npos);
   EXPECT_TRUE(absl::IsNotFound(FileBackend(dir.path(), "z1-rtsw09").ReadCounters().status()));
+}
+
+// The fast path parses the file only when the lab replaced it.
+TEST(FileBackend, TheFastPathSkipsAFileNotReplacedSinceItsLastRead) {
+  testing::TempDir dir;
+  testing::WriteFile(dir / "z1-rtsw01/counters.json", kCounters);
+  FileBackend backend(dir.path(), "z1-rtsw01");
+  auto first = backend.ReadPfcCounters();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->ports.size(), 2u);
+  auto same = backend.ReadPfcCounters();
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(same->ports.empty()) << "unchanged: nothing moved";
+  ASSERT_TRUE(WriteFileAtomic(dir / "z1-rtsw01/counters.json", kCounters).ok());
+  auto replaced = backend.ReadPfcCounters();
+  ASSERT_TRUE(replaced.ok());
+  EXPECT_EQ(replaced->ports.size(), 2u) << "a new file (new inode) is read again";
 }
 
 }  // namespace

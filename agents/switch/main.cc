@@ -42,6 +42,11 @@ int main(int argc, char** argv) {
   bool once = false;
   app.add_option("--collector", collector, "rocefab-collectord gRPC address")->capture_default_str();
   app.add_option("--interval", interval_text, "poll interval, e.g. 1s")->capture_default_str();
+  std::string fast_interval_text = "100ms";
+  app.add_option("--fast-interval", fast_interval_text,
+                 "the PFC fast path: read only the pause counters this often between polls, and send "
+                 "them when they move (docs/diagnosis.md); must divide --interval; 0s: off")
+      ->capture_default_str();
   app.add_option("--backend", backend_name, "where counters come from")
       ->check(CLI::IsMember({"file", "linux", "sonic"}))
       ->capture_default_str();
@@ -108,6 +113,9 @@ int main(int argc, char** argv) {
   if (!interval.ok()) return UsageError(kProgram, interval.status());
   if (*interval < 10'000)
     return UsageError(kProgram, absl::InvalidArgumentError("interval must be at least 10ms"));
+  auto fast_interval = ResolveFastIntervalUs(app.count("--fast-interval") > 0, fast_interval_text,
+                                             config.has_fast_interval(), config.fast_interval(), *interval);
+  if (!fast_interval.ok()) return UsageError(kProgram, fast_interval.status());
   if (switch_name.empty()) {
     char name[256] = {};
     gethostname(name, sizeof name - 1);
@@ -207,6 +215,7 @@ int main(int argc, char** argv) {
                                   "Tables the backend expected and did not find at the last poll "
                                   "(the log names them)"));
   AgentLoop loop(*interval, [&] { agent.PollOnce(); }, shipper, clock);
+  if (*fast_interval > 0) loop.SetFastPoll(*fast_interval, [&] { agent.PollFast(); });
   std::shared_ptr<AgentMetrics> self_metrics;
   if (metrics) {
     auto components = SystemComponents();
@@ -218,7 +227,9 @@ int main(int argc, char** argv) {
   }
   boost::asio::io_context io;
   LOG_INFO("switchd", "switch ", switch_name, ": ", backend_name, " backend, polling every ",
-           FormatDurationUs(*interval), ", shipping to ", collector);
+           FormatDurationUs(*interval),
+           *fast_interval > 0 ? StrCat(", PFC counters every ", FormatDurationUs(*fast_interval)) : "",
+           ", shipping to ", collector);
   systemd::NotifyReady(StrCat("polling switch=", switch_name, " collector=", collector,
                               metrics ? StrCat(" metrics=", metrics->bound_address()) : std::string(),
                               " grpc=", server->bound_address));

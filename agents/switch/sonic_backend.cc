@@ -360,7 +360,29 @@ absl::StatusOr<SonicTables> SonicBackend::Fetch() {
 absl::StatusOr<SwitchReading> SonicBackend::ReadCounters() {
   auto tables = Fetch();
   if (!tables.ok()) return tables.status();
+  ports_ = SonicTables();
+  ports_.port_name_map = tables->port_name_map;
+  ports_.appl_ports = tables->appl_ports;
+  ports_.state_ports = tables->state_ports;
   return MapSonicTables(switch_name_, *tables);
+}
+
+absl::StatusOr<SwitchReading> SonicBackend::ReadPfcCounters() {
+  if (ports_.port_name_map.empty()) return ReadCounters();
+  std::vector<std::vector<std::string>> commands;
+  for (const auto& [_, oid] : ports_.port_name_map) commands.push_back({"HGETALL", StrCat("COUNTERS:", oid)});
+  auto replies = counters_.Pipeline(commands);
+  if (!replies.ok()) return replies.status();
+  SonicTables t;
+  t.port_name_map = ports_.port_name_map;
+  t.appl_ports = ports_.appl_ports;
+  t.state_ports = ports_.state_ports;
+  size_t i = 0;
+  for (const auto& [_, oid] : ports_.port_name_map) {
+    const RedisReply& reply = (*replies)[i++];
+    if (reply.type == RedisReply::Type::kArray && !reply.elements.empty()) t.counters[oid] = reply.AsHash();
+  }
+  return MapSonicTables(switch_name_, t);
 }
 
 // ---- config ----

@@ -73,11 +73,16 @@ class SonicBackend final : public SwitchBackend {
  public:
   SonicBackend(SonicDbLayout layout, std::string switch_name);
   absl::StatusOr<SwitchReading> ReadCounters() override;
+  // The fast path: only the ports' COUNTERS:<oid> hashes, in one round
+  // trip, with the port map and speeds of the last full read (no queue,
+  // pool, APPL_DB or STATE_DB reads). Before any full read, a full read.
+  absl::StatusOr<SwitchReading> ReadPfcCounters() override;
 
  private:
   absl::StatusOr<SonicTables> Fetch();
   std::string switch_name_;
   RedisClient counters_, appl_, state_, config_;
+  SonicTables ports_;  // the last full read's port map and PORT_TABLEs
 };
 
 // One CONFIG_DB hash's fields that an item sets.

@@ -144,6 +144,26 @@ TEST_F(SonicBackendTest, ReadsCountersDbIntoTheVocabulary) {
   EXPECT_TRUE(reading->degraded.empty());
 }
 
+// The fast path reads the ports' counter hashes alone, with the last full
+// read's port map and speeds.
+TEST_F(SonicBackendTest, TheFastPathReadsOnlyThePortCounterHashes) {
+  SonicBackend backend(layout_, "z1-ctsw01");
+  ASSERT_TRUE(backend.ReadCounters().ok());
+  Run(layout_.counters_db, {{"HSET", std::string("COUNTERS:") + kPort0, "SAI_PORT_STAT_PFC_3_TX_PKTS", "19",
+                             "SAI_PORT_STAT_PFC_3_TX_PAUSE_DURATION_US", "100000"},
+                            {"HSET", std::string("COUNTERS:") + kQueue0Uc3, "SAI_QUEUE_STAT_DROPPED_PACKETS", "9"},
+                            {"DEL", "COUNTERS_QUEUE_NAME_MAP"}});
+  auto fast = backend.ReadPfcCounters();
+  ASSERT_TRUE(fast.ok()) << fast.status();
+  const PortReading& e0 = fast->ports.at("Ethernet0");
+  EXPECT_EQ(e0.per_prio.at("pfc_tx_pause_frames").at(3), 19u);
+  EXPECT_EQ(e0.per_prio.at("pfc_tx_pause_us").at(3), 100'000u);
+  EXPECT_EQ(e0.per_prio.at("pfc_rx_pause_us").at(3), 1500u);
+  EXPECT_EQ(fast->ports.at("Ethernet4").per_prio.at("pfc_rx_pause_us").at(3), 100u)
+      << "quanta at the speed the full read found: 78125 x 512 bits at 400G";
+  EXPECT_TRUE(e0.queues.empty()) << "no queue reads on the fast path";
+}
+
 TEST_F(SonicBackendTest, NoPortMapIsAClearError) {
   Run(layout_.counters_db, {{"DEL", "COUNTERS_PORT_NAME_MAP"}});
   SonicBackend backend(layout_, "z1-ctsw01");

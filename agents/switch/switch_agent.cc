@@ -44,6 +44,24 @@ void AppendReading(const SwitchReading& reading, int64_t timestamp_us, BatchBuil
   health->set_skipped_values(health->skipped_values() + reading.degraded.size());
 }
 
+void AppendFastReading(const SwitchReading& reading, int64_t timestamp_us, int64_t previous_us,
+                       BatchBuilder* builder, v1::TelemetryBatch* batch) {
+  for (const auto& [port_name, port] : reading.ports) {
+    v1::EntitySamples* samples =
+        builder->AddEntity(batch, v1::SCOPE_PORT, StrCat(reading.name, "/", port_name), 0, "", timestamp_us);
+    samples->set_fast(true);
+    samples->set_previous_us(previous_us);
+    for (const auto& [name, value] : port.counters)
+      if (IsFastPathCounter(name))
+        builder->AddValue(samples, *FindCounter(v1::SCOPE_PORT, name), std::nullopt, std::nullopt, value);
+    for (const auto& [name, by_prio] : port.per_prio)
+      if (IsFastPathCounter(name))
+        for (const auto& [prio, value] : by_prio)
+          if (prio < 8) builder->AddValue(samples, *FindCounter(v1::SCOPE_PORT, name), prio, std::nullopt, value);
+    DropIfUnmoved(batch);
+  }
+}
+
 nlohmann::json ReadingToJson(const SwitchReading& reading) {
   nlohmann::json ports = nlohmann::json::array();
   for (const auto& [name, port] : reading.ports) {
@@ -91,8 +109,20 @@ void SwitchAgent::PollOnce() {
     }
     if (degraded_gauge_) degraded_gauge_->Set(static_cast<double>(reading->degraded.size()));
     AppendReading(*reading, now_us, &builder_, &batch);
+    last_read_us_ = reading->timestamp_us > 0 ? reading->timestamp_us : now_us;
   }
   shipper_.Enqueue(std::move(batch));
+}
+
+void SwitchAgent::PollFast() {
+  const int64_t now_us = clock_.NowUs();
+  auto reading = backend_.ReadPfcCounters();
+  if (!reading.ok()) return;  // the full poll reports it
+  const int64_t ts = reading->timestamp_us > 0 ? reading->timestamp_us : now_us;
+  v1::TelemetryBatch batch = builder_.NewBatch(now_us);
+  AppendFastReading(*reading, ts, last_read_us_, &builder_, &batch);
+  last_read_us_ = ts;
+  if (batch.entities_size() > 0) shipper_.Enqueue(std::move(batch));
 }
 
 }  // namespace rocefab::switchd

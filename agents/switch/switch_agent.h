@@ -19,6 +19,12 @@ namespace rocefab::switchd {
 void AppendReading(const SwitchReading& reading, int64_t timestamp_us, BatchBuilder* builder,
                    v1::TelemetryBatch* batch);
 
+// The fast path's batch (docs/diagnosis.md): the PFC pause counters of the
+// ports where one moved since its last sample, as fast SCOPE_PORT entities
+// read at `timestamp_us`, the agent's read before being at `previous_us`.
+void AppendFastReading(const SwitchReading& reading, int64_t timestamp_us, int64_t previous_us,
+                       BatchBuilder* builder, v1::TelemetryBatch* batch);
+
 // The `--once -o json` shape:
 //   {"switch": S, "ports": [{"port": "Ethernet0", "counters": {"rx_bytes": N,
 //     "pfc_rx_pause_frames": {"3": N}, ...}, "queues": {"3": {"queue_drops": N}}}],
@@ -29,6 +35,9 @@ class SwitchAgent final {
  public:
   SwitchAgent(SwitchBackend& backend, TelemetryShipper& shipper, const Clock& clock);
   void PollOnce();
+  // One fast-path poll: the pause counters of the ports where one moved,
+  // sent only if there is one (docs/diagnosis.md, "the fast path").
+  void PollFast();
   // Keeps `gauge` at the number of degraded sources of the last reading.
   void CountDegradedIn(prometheus::Gauge* gauge) { degraded_gauge_ = gauge; }
 
@@ -38,6 +47,7 @@ class SwitchAgent final {
   const Clock& clock_;
   BatchBuilder builder_;
   uint64_t consecutive_failures_ = 0;
+  int64_t last_read_us_ = 0;  // the timestamp of the last reading, full or fast
   std::vector<std::string> degraded_;  // as last logged
   prometheus::Gauge* degraded_gauge_ = nullptr;
 };

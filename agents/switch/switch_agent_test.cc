@@ -50,6 +50,33 @@ TEST(AppendReading, PortQueueAndPoolEntitiesWithDeltas) {
   }
 }
 
+// The fast path sends only the pause counters, only of ports where one
+// moved, with deltas chained to the full poll's.
+TEST(AppendFastReading, OnlyThePauseCountersOfPortsWhereOneMoved) {
+  BatchBuilder builder;
+  v1::TelemetryBatch full;
+  SwitchReading reading = Reading(1000, 5);
+  reading.ports["Ethernet16"] = reading.ports["Ethernet12"];
+  AppendReading(reading, 1'000'000, &builder, &full);
+
+  v1::TelemetryBatch quiet;
+  reading.ports["Ethernet12"].counters["rx_bytes"] = 9000;  // not a fast-path counter
+  AppendFastReading(reading, 1'100'000, 1'000'000, &builder, &quiet);
+  EXPECT_EQ(quiet.entities_size(), 0) << "no pause counter moved";
+
+  v1::TelemetryBatch moved;
+  reading.ports["Ethernet16"].per_prio["pfc_rx_pause_frames"][3] = 12;
+  AppendFastReading(reading, 1'200'000, 1'100'000, &builder, &moved);
+  ASSERT_EQ(moved.entities_size(), 1);
+  const v1::EntitySamples& port = moved.entities(0);
+  EXPECT_EQ(port.entity(), "z1-rtsw01/Ethernet16");
+  EXPECT_TRUE(port.fast());
+  EXPECT_EQ(port.previous_us(), 1'100'000);
+  ASSERT_EQ(port.samples_size(), 1) << "only pfc_rx_pause_frames{3}: no rx_bytes, link_up or queues";
+  EXPECT_EQ(port.samples(0).counter(), "pfc_rx_pause_frames");
+  EXPECT_EQ(port.samples(0).delta(), 7u);
+}
+
 TEST(ReadingToJson, HasTheDocumentedShape) {
   nlohmann::json json = ReadingToJson(Reading(1, 2));
   EXPECT_EQ(json["switch"], "z1-rtsw01");

@@ -38,6 +38,10 @@ class SwitchBackend {
  public:
   virtual ~SwitchBackend() = default;
   virtual absl::StatusOr<SwitchReading> ReadCounters() = 0;
+  // The PFC fast path's read. The agent keeps only the pause counters
+  // (IsFastPathCounter); a backend that can read those alone more cheaply
+  // overrides this, and the default reads everything.
+  virtual absl::StatusOr<SwitchReading> ReadPfcCounters() { return ReadCounters(); }
 };
 
 }  // namespace rocefab::switchd
