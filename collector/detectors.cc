@@ -163,8 +163,14 @@ void Detectors::Observe(const v1::TelemetryBatch& batch) {
     key_ += es.entity();
     EntityState& e = entities_[key_];
     const int64_t last_us = std::max(e.ts_us, e.fast_ts_us);
-    if (es.timestamp_us() <= last_us) continue;  // a replayed or reordered reading
-    const double since_us = last_us > 0 ? static_cast<double>(es.timestamp_us() - last_us) : 0;
+    // A replayed or reordered reading. A full reading may share its time
+    // with the last fast one: an agent whose source stamps its own readings
+    // (the lab's files, a switch's counter snapshot) read the same snapshot
+    // twice, fast and then in full.
+    if (es.fast() ? es.timestamp_us() <= last_us
+                  : es.timestamp_us() <= e.ts_us || es.timestamp_us() < e.fast_ts_us)
+      continue;
+    const double since_us = last_us > 0 ? static_cast<double>(std::max<int64_t>(0, es.timestamp_us() - last_us)) : 0;
     e.scope = es.scope();
     e.entity = es.entity();
     if (es.fast()) {
@@ -230,15 +236,21 @@ void Detectors::TrackUnbroken(EntityState& e, const v1::EntitySamples& es, doubl
   // which only unbroken intervals after it can take to storm_pause; in a
   // longer interval it proves nothing.
   constexpr double kUnbrokenShare = 0.95;
-  if (fast) e.fast_tx_ratio = 0;
+  if (fast) e.fast_tx_ratio = e.fast_rx_ratio = 0;
   // The counters were as their last samples at read_before_us: what grew,
   // grew after it.
   if (read_before_us > 0) since_us = std::min(since_us, static_cast<double>(es.timestamp_us() - read_before_us));
   if (since_us <= 0) return;
   for (const v1::Sample& sample : es.samples()) {
-    if (sample.counter() != "pfc_tx_pause_us" || !sample.has_prio() || sample.prio() >= e.unbroken_us.size() ||
-        !s_.lossless_priorities.count(sample.prio()))
+    if (!sample.has_prio() || sample.prio() >= e.unbroken_us.size() || !s_.lossless_priorities.count(sample.prio()))
       continue;
+    if (sample.counter() == "pfc_rx_pause_us") {
+      if (fast && sample.has_delta())
+        e.fast_rx_ratio =
+            std::max(e.fast_rx_ratio, std::min(since_us, static_cast<double>(sample.delta())) / since_us);
+      continue;
+    }
+    if (sample.counter() != "pfc_tx_pause_us") continue;
     double& run = e.unbroken_us[sample.prio()];
     int64_t& moved_us = e.pause_moved_us[sample.prio()];
     const double before = run;
@@ -375,9 +387,14 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       p.tx = std::min(1.0, LosslessDelta(e, "pfc_tx_pause_us") / interval_us);
       p.rx = std::min(1.0, LosslessDelta(e, "pfc_rx_pause_us") / interval_us);
       p.storm_events = Delta(e, "pause_storm_warnings") + Delta(e, "pause_storm_errors");
-      // The fast path judges only unbroken pauses: a share of 100 ms is
-      // too short a window for pause_ratio and storm_ratio.
-      if (e.fast_ts_us > e.ts_us) p.fast_tx = e.fast_tx_ratio;
+      // Fast readings newer than the full one: the pause a port causes is
+      // judged only by its unbroken runs (a share of 100 ms is too short a
+      // window for pause_ratio and storm_ratio); how much it is paused is
+      // a consequence, not a cause, and its freshest view explains most.
+      if (e.fast_ts_us > e.ts_us) {
+        p.fast_tx = e.fast_tx_ratio;
+        p.rx = std::max(p.rx, e.fast_rx_ratio);
+      }
       p.unbroken_us = Unbroken(e);
       if (p.tx >= s_.pause_ratio || p.rx >= s_.pause_ratio || p.storm_events > 0 ||
           p.unbroken_us >= static_cast<double>(s_.storm_pause_us))

@@ -144,6 +144,7 @@ class Detectors final {
     std::array<double, 8> unbroken_us{};
     std::array<int64_t, 8> pause_moved_us{};  // per priority: the last reading its tx pause grew
     double fast_tx_ratio = 0;  // lossless tx pause share of the last fast interval
+    double fast_rx_ratio = 0;  // ... and rx: how much the port itself was paused
   };
   struct CollRecord {
     int64_t ts_us;

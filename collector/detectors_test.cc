@@ -266,6 +266,21 @@ TEST_F(DetectorsTest, AFullReadingAfterFastOnesSpansItsWholeInterval) {
   EXPECT_DOUBLE_EQ(total, 600'000);
 }
 
+// A source that stamps its own snapshots (the lab's files, a switch's
+// counter snapshot) can be read fast and then in full at the same instant:
+// the full reading is no replay, and keeps the fast deltas.
+TEST_F(DetectorsTest, AFullReadingAtTheTimeOfTheLastFastOneIsKept) {
+  const std::string nic = "z1-r01-h1/mlx5_0";
+  for (int s = 0; s <= 5; ++s) Step(s);
+  fabric_.Add(v1::SCOPE_NIC, nic, "pfc_tx_pause_us", 300'000, 3);
+  detectors_.Observe(fabric_.Poll(kT0 + 6 * kSecond, {nic}));
+  fabric_.Add(v1::SCOPE_NIC, nic, "rx_bytes", 1'000);
+  Step(6);  // the full reading, stamped kT0 + 6 s as well
+  const v1::Anomaly* storm = Active("pfc_storm", nic);
+  ASSERT_NE(storm, nullptr) << "the full reading was taken for a replay";
+  EXPECT_DOUBLE_EQ(storm->magnitude(), 0.3);
+}
+
 // Congestion pauses come and go: 90% of every 100 ms for three seconds is
 // never a 150 ms run, so the fast path raises nothing between full polls.
 TEST_F(DetectorsTest, PausesWithBreaksAreNeverAnUnbrokenRun) {

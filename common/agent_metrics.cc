@@ -70,9 +70,22 @@ std::map<std::string, std::string> SystemComponents() {
   return out;
 }
 
+void SourceProblems::Add(const std::string& source, const Counts& counts) {
+  std::lock_guard lock(mu_);
+  Counts& c = counts_[source];
+  c.skipped += counts.skipped;
+  c.parse += counts.parse;
+  c.failed += counts.failed;
+}
+
+std::map<std::string, SourceProblems::Counts> SourceProblems::Snapshot() const {
+  std::lock_guard lock(mu_);
+  return counts_;
+}
+
 AgentMetrics::AgentMetrics(const AgentLoop& loop, const TelemetryShipper& shipper,
-                           std::map<std::string, std::string> components)
-    : loop_(loop), shipper_(shipper), components_(std::move(components)) {}
+                           std::map<std::string, std::string> components, const SourceProblems* problems)
+    : loop_(loop), shipper_(shipper), components_(std::move(components)), problems_(problems) {}
 
 std::vector<MetricFamily> AgentMetrics::Collect() const {
   std::vector<MetricFamily> out;
@@ -110,13 +123,19 @@ std::vector<MetricFamily> AgentMetrics::Collect() const {
           static_cast<double>(fast.overruns));
 
   const TelemetryShipper::Stats s = shipper_.stats();
-  out.push_back(ByLabel("rocefab_agent_source_problems_total",
-                        "What the sources could not give, by kind: skipped (a value or table absent), "
-                        "parse (a value that was not a number), source (a whole source failed)",
-                        MetricType::Counter, "kind",
-                        {{"skipped", static_cast<double>(s.skipped_values)},
-                         {"parse", static_cast<double>(s.parse_errors)},
-                         {"source", static_cast<double>(s.source_errors)}}));
+  std::map<std::string, SourceProblems::Counts> problems;
+  if (problems_ != nullptr) problems = problems_->Snapshot();
+  else problems["all"] = {s.skipped_values, s.parse_errors, s.source_errors};
+  MetricFamily family{"rocefab_agent_source_problems_total",
+                      "What each source could not give, by kind: skipped (a value or table absent), parse (a value "
+                      "that was not a number), source (the whole source failed in a poll)",
+                      MetricType::Counter,
+                      {}};
+  for (const auto& [source, c] : problems)
+    for (const auto& [kind, value] : {std::pair{"skipped", c.skipped}, {"parse", c.parse}, {"source", c.failed}})
+      family.metric.push_back(
+          Series(MetricType::Counter, {{"kind", kind}, {"source", source}}, static_cast<double>(value)));
+  out.push_back(std::move(family));
   gauge("rocefab_agent_stream_up", "1 while the telemetry stream to the collector is open", s.connected ? 1 : 0);
   counter("rocefab_agent_stream_failures_total", "Telemetry streams that broke or could not open",
           static_cast<double>(s.stream_failures));

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,19 +20,40 @@
 
 namespace rocefab {
 
+// What each of an agent's sources could not give since the agent started,
+// by kind: the labels of rocefab_agent_source_problems_total. Thread-safe:
+// the poll thread adds, a scrape reads.
+class SourceProblems final {
+ public:
+  struct Counts {
+    uint64_t skipped = 0;  // a value or table absent
+    uint64_t parse = 0;    // a value that was not a number
+    uint64_t failed = 0;   // the whole source failed in a poll
+  };
+  void Add(const std::string& source, const Counts& counts);
+  std::map<std::string, Counts> Snapshot() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, Counts> counts_;
+};
+
 class AgentMetrics final : public prometheus::Collectable {
  public:
   // `components`: versions the agent sees, e.g. {"kernel", "6.1.0-18-amd64"},
   // {"mlx5_0 firmware", "28.39.1002"}. rocefab_build_info is not among
   // these series: every daemon serves BuildInfoCollectable itself.
+  // `problems`: the source problems by source; without it, the totals the
+  // batches carried, under source="all".
   AgentMetrics(const AgentLoop& loop, const TelemetryShipper& shipper,
-               std::map<std::string, std::string> components = {});
+               std::map<std::string, std::string> components = {}, const SourceProblems* problems = nullptr);
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
   const AgentLoop& loop_;
   const TelemetryShipper& shipper_;
   const std::map<std::string, std::string> components_;
+  const SourceProblems* problems_;
 };
 
 // What every agent sees of its machine: {"kernel": uname's release}.

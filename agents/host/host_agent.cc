@@ -26,11 +26,14 @@ void HostAgent::PollOnce() {
   HostSnapshot snapshot = poller_.Poll();
   v1::TelemetryBatch batch = builder_.NewBatch(clock_.NowUs());
   AppendSnapshot(snapshot, &builder_, &batch);
+  for (const auto& [source, h] : snapshot.by_source)
+    problems_.Add(source, {h.skipped_values, h.parse_errors, h.source_errors});
   if (inspector_ != nullptr) {
     const uint64_t bad_before = tail_stats_.bad_lines;
     for (auto& record : inspector_->Poll(&tail_stats_)) *batch.add_collectives() = std::move(record);
     // Garbage in the logs counts like garbage in sysfs.
     batch.mutable_health()->set_parse_errors(batch.health().parse_errors() + tail_stats_.bad_lines - bad_before);
+    problems_.Add("inspector", {0, tail_stats_.bad_lines - bad_before, 0});
   }
   shipper_.Enqueue(std::move(batch));
 }

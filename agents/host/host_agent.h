@@ -4,6 +4,7 @@
 
 #include "agents/host/host_poller.h"
 #include "agents/host/inspector_tailer.h"
+#include "common/agent_metrics.h"
 #include "common/batch_builder.h"
 #include "common/clock.h"
 #include "common/file_cache.h"
@@ -23,6 +24,8 @@ class HostAgent final {
   // One fast-path poll (HostPoller::PollPfc): a batch of the ports whose
   // PFC counters moved, enqueued only if there is one.
   void PollFast();
+  // What each source could not give since start, for /metrics.
+  const SourceProblems& problems() const { return problems_; }
 
  private:
   HostPoller& poller_;
@@ -32,6 +35,7 @@ class HostAgent final {
   BatchBuilder builder_;
   InspectorTailer* inspector_;
   TailStats tail_stats_;
+  SourceProblems problems_;
 };
 
 }  // namespace rocefab::hostd

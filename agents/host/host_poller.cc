@@ -19,7 +19,10 @@ HostSnapshot HostPoller::Poll() {
   snapshot.host = host_;
   snapshot.timestamp_us = clock_.NowUs();
   snapshot.previous_us = std::exchange(last_read_us_, snapshot.timestamp_us);
-  snapshot.nics = sysfs_.ReadAll(&snapshot.health, snapshot.timestamp_us);
+  ReadHealth& sysfs_health = snapshot.by_source["sysfs"];
+  ReadHealth& ethtool_health = snapshot.by_source["ethtool"];
+  ReadHealth& netlink_health = snapshot.by_source["netlink"];
+  snapshot.nics = sysfs_.ReadAll(&sysfs_health, snapshot.timestamp_us);
   if (sources_.ethtool != nullptr) sources_.ethtool->BeginPoll(snapshot.timestamp_us);
   const bool read_roce = roce_read_us_ == 0 || snapshot.timestamp_us - roce_read_us_ >= 30'000'000 ||
                          snapshot.timestamp_us < roce_read_us_;
@@ -33,7 +36,7 @@ HostSnapshot HostPoller::Poll() {
     // The RoCE settings `rocefab check roce` compares with the switch.
     const std::string key = StrCat(nic.device, "/", nic.port);
     if (read_roce || !roce_.count(key)) {
-      RoceSettings roce = ReadRoceFiles(*sources_.sysfs, nic.device, nic.port, nic.netdev, &snapshot.health);
+      RoceSettings roce = ReadRoceFiles(*sources_.sysfs, nic.device, nic.port, nic.netdev, &sysfs_health);
       if (sources_.dcb != nullptr && !nic.netdev.empty()) {
         auto dcb = sources_.dcb->Read(nic.netdev);
         if (dcb.ok()) MergeDcb(*dcb, &roce);
@@ -48,7 +51,7 @@ HostSnapshot HostPoller::Poll() {
       if (stats.ok()) {
         MapEthtoolStats(*stats, &nic);
       } else {
-        ++snapshot.health.source_errors;
+        ++ethtool_health.source_errors;
         LOG_DEBUG(kLog, stats.status().message());
       }
     }
@@ -59,11 +62,12 @@ HostSnapshot HostPoller::Poll() {
         nic.link_up = link->carrier;
         if (link->has_carrier_changes) nic.counters["carrier_changes"] = link->carrier_changes;
       } else if (!absl::IsNotFound(link.status())) {
-        ++snapshot.health.source_errors;
+        ++netlink_health.source_errors;
         LOG_DEBUG(kLog, link.status().message());
       }
     }
   }
+  for (const auto& [source, health] : snapshot.by_source) snapshot.health.Add(health);
   return snapshot;
 }
 

@@ -28,7 +28,8 @@ struct HostSnapshot {
   int64_t timestamp_us = 0;
   int64_t previous_us = 0;  // the poller's read before this one (full or fast)
   std::vector<NicReading> nics;
-  ReadHealth health;
+  ReadHealth health;  // the sum of by_source
+  std::map<std::string, ReadHealth> by_source;  // "sysfs", "ethtool", "netlink"
 };
 
 class HostPoller final {

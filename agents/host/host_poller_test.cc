@@ -38,6 +38,29 @@ TEST(HostPoller, CombinesSysfsEthtoolAndNetlink) {
   EXPECT_EQ(snapshot.nics[1].link_up, true);
 }
 
+// What a source could not give is counted under that source, and the
+// snapshot's health is their sum.
+TEST(HostPoller, CountsProblemsBySource) {
+  testing::TempDir empty;
+  FsRoot sysfs(kHostA + "/sys");
+  TextEthtoolSource ethtool(empty.path());  // no statistics for any netdev
+  testing::FakeClock clock;
+  HostPoller poller("z1-r01-h1", {&sysfs, &ethtool, nullptr}, clock);
+  HostSnapshot snapshot = poller.Poll();
+  ASSERT_EQ(snapshot.nics.size(), 2u);
+  EXPECT_EQ(snapshot.by_source.at("ethtool").source_errors, 2u) << "one failed read per port";
+  EXPECT_EQ(snapshot.by_source.at("netlink").source_errors, 0u);
+  uint64_t skipped = 0, parse = 0, failed = 0;
+  for (const auto& [source, h] : snapshot.by_source) {
+    skipped += h.skipped_values;
+    parse += h.parse_errors;
+    failed += h.source_errors;
+  }
+  EXPECT_EQ(snapshot.health.skipped_values, skipped);
+  EXPECT_EQ(snapshot.health.parse_errors, parse);
+  EXPECT_EQ(snapshot.health.source_errors, failed);
+}
+
 // The lab and fixtures replace files by rename; the real sysfs changes them
 // in place. The poller keeps its files open between polls and sees both.
 TEST(HostPoller, SeesFilesChangedInPlaceAndFilesReplacedByRename) {

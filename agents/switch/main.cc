@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
   options.tls = config.tls();
   TelemetryShipper shipper(options, clock);
   if (auto status = shipper.Start(); !status.ok()) return UsageError(kProgram, status);
-  switchd::SwitchAgent agent(backend, shipper, clock);
+  switchd::SwitchAgent agent(backend, shipper, clock, backend_name);
   agent.CountDegradedIn(&AddGauge(*registry, "rocefab_switchd_degraded_sources",
                                   "Tables the backend expected and did not find at the last poll "
                                   "(the log names them)"));
@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
     if (backend_name == "sonic")
       if (auto version = switchd::SonicImageVersion("/etc/sonic/sonic_version.yml"); !version.empty())
         components["sonic"] = version;
-    self_metrics = std::make_shared<AgentMetrics>(loop, shipper, std::move(components));
+    self_metrics = std::make_shared<AgentMetrics>(loop, shipper, std::move(components), &agent.problems());
     metrics->Register(self_metrics);
   }
   boost::asio::io_context io;

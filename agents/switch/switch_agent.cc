@@ -86,8 +86,9 @@ nlohmann::json ReadingToJson(const SwitchReading& reading) {
             {"degraded", reading.degraded}}}};
 }
 
-SwitchAgent::SwitchAgent(SwitchBackend& backend, TelemetryShipper& shipper, const Clock& clock)
-    : backend_(backend), shipper_(shipper), clock_(clock) {}
+SwitchAgent::SwitchAgent(SwitchBackend& backend, TelemetryShipper& shipper, const Clock& clock,
+                         std::string source)
+    : backend_(backend), shipper_(shipper), clock_(clock), source_(std::move(source)) {}
 
 void SwitchAgent::PollOnce() {
   const int64_t now_us = clock_.NowUs();
@@ -97,6 +98,7 @@ void SwitchAgent::PollOnce() {
     // Still send the batch: its health tells the collector the switch is
     // there but unreadable.
     batch.mutable_health()->set_source_errors(1);
+    problems_.Add(source_, {0, 0, 1});
     if (consecutive_failures_++ % 60 == 0)
       LOG_WARN(kLog, "cannot read counters: ", reading.status().message());
   } else {
@@ -109,6 +111,7 @@ void SwitchAgent::PollOnce() {
     }
     if (degraded_gauge_) degraded_gauge_->Set(static_cast<double>(reading->degraded.size()));
     AppendReading(*reading, now_us, &builder_, &batch);
+    problems_.Add(source_, {reading->unknown_keys + reading->degraded.size(), reading->bad_values, 0});
     last_read_us_ = reading->timestamp_us > 0 ? reading->timestamp_us : now_us;
   }
   shipper_.Enqueue(std::move(batch));

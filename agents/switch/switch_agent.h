@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agents/switch/switch_backend.h"
+#include "common/agent_metrics.h"
 #include "common/batch_builder.h"
 #include "common/clock.h"
 #include "common/telemetry_shipper.h"
@@ -33,13 +34,17 @@ nlohmann::json ReadingToJson(const SwitchReading& reading);
 
 class SwitchAgent final {
  public:
-  SwitchAgent(SwitchBackend& backend, TelemetryShipper& shipper, const Clock& clock);
+  // `source`: the backend's name in rocefab_agent_source_problems_total.
+  SwitchAgent(SwitchBackend& backend, TelemetryShipper& shipper, const Clock& clock,
+              std::string source = "backend");
   void PollOnce();
   // One fast-path poll: the pause counters of the ports where one moved,
   // sent only if there is one (docs/diagnosis.md, "the fast path").
   void PollFast();
   // Keeps `gauge` at the number of degraded sources of the last reading.
   void CountDegradedIn(prometheus::Gauge* gauge) { degraded_gauge_ = gauge; }
+  // What the backend could not give since start, for /metrics.
+  const SourceProblems& problems() const { return problems_; }
 
  private:
   SwitchBackend& backend_;
@@ -48,6 +53,8 @@ class SwitchAgent final {
   BatchBuilder builder_;
   uint64_t consecutive_failures_ = 0;
   int64_t last_read_us_ = 0;  // the timestamp of the last reading, full or fast
+  std::string source_;
+  SourceProblems problems_;
   std::vector<std::string> degraded_;  // as last logged
   prometheus::Gauge* degraded_gauge_ = nullptr;
 };

@@ -477,7 +477,7 @@ TEST_F(TelemetrySpine, HostdServesItsOwnMetrics) {
   EXPECT_NE(body.find("rocefab_agent_component_info{component=\"kernel\""), std::string::npos) << body;
   EXPECT_NE(body.find("rocefab_agent_poll_duration_seconds_count "), std::string::npos) << body;
   EXPECT_NE(body.find("rocefab_agent_poll_interval_seconds 0.1\n"), std::string::npos) << body;
-  EXPECT_NE(body.find("rocefab_agent_source_problems_total{kind=\"source\"} 0\n"), std::string::npos) << body;
+  EXPECT_NE(body.find("rocefab_agent_source_problems_total{kind=\"source\",source=\"sysfs\"} 0\n"), std::string::npos) << body;
 }
 
 }  // namespace
