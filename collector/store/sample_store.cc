@@ -267,13 +267,17 @@ SampleStore::Run* SampleStore::FindRun(const std::string& agent, const Shape& sh
 absl::Status SampleStore::Add(const v1::TelemetryBatch& batch, uint64_t commit, uint64_t* written,
                               uint64_t* rejected) {
   *written = *rejected = 0;
-  Shape& shape = shapes_[batch.agent_id()];
-  if (shape.entries.empty() || !SameShape(batch, shape)) {
-    if (auto s = BuildShape(batch, &shape); !s.ok()) {
-      shapes_.erase(batch.agent_id());
-      return s;
+  std::array<Shape, 2>& shapes = shapes_[batch.agent_id()];
+  if (shapes[0].entries.empty() || !SameShape(batch, shapes[0])) {
+    std::swap(shapes[0], shapes[1]);
+    if (shapes[0].entries.empty() || !SameShape(batch, shapes[0])) {
+      if (auto s = BuildShape(batch, &shapes[0]); !s.ok()) {
+        shapes_.erase(batch.agent_id());
+        return s;
+      }
     }
   }
+  Shape& shape = shapes[0];
   const size_t n_series = shape.layout.series.size();
   *rejected = shape.entries.size() - n_series;
   if (n_series == 0) return absl::OkStatus();

@@ -14,6 +14,7 @@
 
 #include <sqlite3.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -254,7 +255,9 @@ CREATE INDEX IF NOT EXISTS parts_by_run ON parts(run_id, part);
       insert_part_, get_boot_, put_boot_, put_commit_;
   std::unordered_map<std::string, int64_t> series_cache_;
   std::string key_;
-  std::unordered_map<std::string, Shape> shapes_;  // by agent
+  // By agent: its last two batch shapes, most recent first (an agent with
+  // the PFC fast path alternates between a fast and a full one).
+  std::unordered_map<std::string, std::array<Shape, 2>> shapes_;
   std::unordered_map<std::string, std::vector<std::unique_ptr<Run>>> runs_;  // by agent
   std::vector<Run*> touched_;
   std::map<std::pair<std::string, std::string>, Boot> boots_;

@@ -140,6 +140,25 @@ TEST_F(SampleStoreTest, AChangedSeriesSetStartsANewRunAndBothRead) {
   EXPECT_EQ(store_->ReadSamples("h/mlx5_1", "", 0, INT64_MAX)->size(), 4u);
 }
 
+// An agent with the PFC fast path alternates between a full batch and a
+// fast one of a few series: both layouts stay open, and every sample of
+// both reads back in time order.
+TEST_F(SampleStoreTest, FastAndFullBatchesOfOneAgentAlternate) {
+  Open();
+  std::mt19937_64 rng(5);
+  std::vector<uint64_t> full, fast;
+  uint64_t seq = 0;
+  for (int poll = 0; poll < 6; ++poll) {
+    Write({HostPoll("h", ++seq, 2 * poll, 2, 8, rng, full)}, kT0 + 2 * poll * 1'000'000);
+    Write({HostPoll("h", ++seq, 2 * poll + 1, 1, 2, rng, fast)}, kT0 + (2 * poll + 1) * 1'000'000);
+  }
+  auto rows = store_->ReadSamples("h/mlx5_0", "rx_bytes", 0, INT64_MAX);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 12u) << "six full and six fast samples";
+  for (size_t i = 1; i < rows->size(); ++i) EXPECT_LT((*rows)[i - 1].ts_us, (*rows)[i].ts_us);
+  EXPECT_EQ(store_->ReadSamples("h/mlx5_1", "", 0, INT64_MAX)->size(), 6u * 8u) << "only the full batches have it";
+}
+
 TEST_F(SampleStoreTest, DedupHoldsAcrossGapsAndReopen) {
   Open();
   std::mt19937_64 rng(5);
