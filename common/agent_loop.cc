@@ -40,8 +40,11 @@ void AgentLoop::Run(boost::asio::io_context& io, int64_t flush_timeout_us) {
         if (ec || stopping) return;
         const int64_t started_us = clock_.MonotonicUs();
         // A full poll on its own slots, and whenever one is due because
-        // slow ticks skipped its slot.
-        const bool full = !polled || slot % ratio == 0 || started_us - last_full_us >= interval_us_;
+        // slow ticks skipped its slot (then not again on the next slot of
+        // its own, half an interval later or less).
+        const int64_t since_full_us = started_us - last_full_us;
+        const bool full = !polled || fast_interval_us_ == 0 || since_full_us >= interval_us_ ||
+                          (slot % ratio == 0 && since_full_us >= interval_us_ / 2);
         if (full) {
           poll_();
           polled = true;
