@@ -336,6 +336,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     const EntityState* e;
     double tx = 0, rx = 0, storm_events = 0;
     double unbroken_us = 0;  // the longest lossless pause without a break
+    bool unbroken = false;   // ... reached storm_pause
     double fast_tx = 0;      // tx pause share of a fast reading newer than the full one
   };
   std::vector<Pause> pauses;
@@ -396,9 +397,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         p.rx = std::max(p.rx, e.fast_rx_ratio);
       }
       p.unbroken_us = Unbroken(e);
-      if (p.tx >= s_.pause_ratio || p.rx >= s_.pause_ratio || p.storm_events > 0 ||
-          p.unbroken_us >= static_cast<double>(s_.storm_pause_us))
-        pauses.push_back(p);
+      p.unbroken = p.unbroken_us >= static_cast<double>(s_.storm_pause_us);
+      if (p.tx >= s_.pause_ratio || p.rx >= s_.pause_ratio || p.storm_events > 0 || p.unbroken) pauses.push_back(p);
       port_rx[e.entity] = p.rx;
       // Any real pause received counts as a reason to relay one: pause
       // levels smear over a tree's hops within one interval.
@@ -699,7 +699,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   for (const Pause& p : pauses) {
     const std::string device = EntityDevice(p.e->entity);
     const bool nic = p.e->scope == v1::SCOPE_NIC;
-    const bool unbroken = p.unbroken_us >= static_cast<double>(s_.storm_pause_us);
+    const bool unbroken = p.unbroken;
     if (p.tx < s_.pause_ratio && p.storm_events == 0 && !unbroken) {
       victims.push_back(&p);
       continue;

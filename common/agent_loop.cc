@@ -53,8 +53,11 @@ void AgentLoop::Run(boost::asio::io_context& io, int64_t flush_timeout_us) {
           fast_poll_();
         }
         const int64_t now_us = clock_.MonotonicUs();
-        if (full) Record(now_us - started_us);
-        else RecordFast(now_us - started_us);
+        {
+          std::lock_guard lock(mu_);
+          if (full) Record(&times_, now_us - started_us, interval_us_);
+          else Record(&fast_times_, now_us - started_us, fast_interval_us_);
+        }
         if (watchdog_us > 0 && now_us - last_ping_us >= watchdog_us) {
           systemd::NotifyWatchdog();
           last_ping_us = now_us;
@@ -84,16 +87,9 @@ void AgentLoop::SetFastPoll(int64_t fast_interval_us, std::function<void()> fast
   fast_poll_ = std::move(fast_poll);
 }
 
-AgentLoop::FastTimes AgentLoop::fast_times() const {
+AgentLoop::PollTimes AgentLoop::fast_times() const {
   std::lock_guard lock(mu_);
   return fast_times_;
-}
-
-void AgentLoop::RecordFast(int64_t us) {
-  std::lock_guard lock(mu_);
-  ++fast_times_.polls;
-  fast_times_.total_us += us;
-  if (us > fast_interval_us_) ++fast_times_.overruns;
 }
 
 uint64_t AgentLoop::polls() const {
@@ -106,14 +102,13 @@ AgentLoop::PollTimes AgentLoop::poll_times() const {
   return times_;
 }
 
-void AgentLoop::Record(int64_t us) {
-  std::lock_guard lock(mu_);
-  ++times_.polls;
-  times_.total_us += us;
-  times_.last_us = us;
-  if (us > interval_us_) ++times_.overruns;
+void AgentLoop::Record(PollTimes* times, int64_t us, int64_t interval_us) {
+  ++times->polls;
+  times->total_us += us;
+  times->last_us = us;
+  if (us > interval_us) ++times->overruns;
   for (size_t i = 0; i < kPollBucketsUs.size(); ++i)
-    if (us <= kPollBucketsUs[i]) ++times_.buckets[i];
+    if (us <= kPollBucketsUs[i]) ++times->buckets[i];
 }
 
 }  // namespace rocefab

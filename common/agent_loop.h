@@ -46,17 +46,13 @@ class AgentLoop final {
   PollTimes poll_times() const;
   int64_t interval_us() const { return interval_us_; }
   int64_t fast_interval_us() const { return fast_interval_us_; }
-  // The fast path's polls and their CPU-wall time (not in the histogram).
-  struct FastTimes {
-    uint64_t polls = 0;
-    int64_t total_us = 0;
-    uint64_t overruns = 0;  // took longer than the fast interval
-  };
-  FastTimes fast_times() const;
+  // The fast path's polls, kept apart from the full polls' (overruns
+  // against the fast interval).
+  PollTimes fast_times() const;
 
  private:
-  void Record(int64_t us);
-  void RecordFast(int64_t us);
+  // Adds one poll of `us` to `times`; REQUIRES: mu_ held.
+  static void Record(PollTimes* times, int64_t us, int64_t interval_us);
   int64_t interval_us_;
   int64_t fast_interval_us_ = 0;
   std::function<void()> poll_;
@@ -65,7 +61,7 @@ class AgentLoop final {
   const Clock& clock_;
   mutable std::mutex mu_;
   PollTimes times_;
-  FastTimes fast_times_;
+  PollTimes fast_times_;
 };
 
 }  // namespace rocefab

@@ -83,9 +83,9 @@ std::map<std::string, SourceProblems::Counts> SourceProblems::Snapshot() const {
   return counts_;
 }
 
-AgentMetrics::AgentMetrics(const AgentLoop& loop, const TelemetryShipper& shipper,
-                           std::map<std::string, std::string> components, const SourceProblems* problems)
-    : loop_(loop), shipper_(shipper), components_(std::move(components)), problems_(problems) {}
+AgentMetrics::AgentMetrics(const AgentLoop& loop, const TelemetryShipper& shipper, const SourceProblems& problems,
+                           std::map<std::string, std::string> components)
+    : loop_(loop), shipper_(shipper), problems_(problems), components_(std::move(components)) {}
 
 std::vector<MetricFamily> AgentMetrics::Collect() const {
   std::vector<MetricFamily> out;
@@ -113,7 +113,7 @@ std::vector<MetricFamily> AgentMetrics::Collect() const {
   counter("rocefab_agent_poll_overruns_total", "Polls that took longer than the poll interval",
           static_cast<double>(times.overruns));
   gauge("rocefab_agent_poll_interval_seconds", "The configured poll interval", loop_.interval_us() / 1e6);
-  const AgentLoop::FastTimes fast = loop_.fast_times();
+  const AgentLoop::PollTimes fast = loop_.fast_times();
   gauge("rocefab_agent_fast_poll_interval_seconds", "The PFC fast path's interval (0: off)",
         loop_.fast_interval_us() / 1e6);
   counter("rocefab_agent_fast_polls_total", "Fast-path polls of the PFC pause counters",
@@ -123,15 +123,12 @@ std::vector<MetricFamily> AgentMetrics::Collect() const {
           static_cast<double>(fast.overruns));
 
   const TelemetryShipper::Stats s = shipper_.stats();
-  std::map<std::string, SourceProblems::Counts> problems;
-  if (problems_ != nullptr) problems = problems_->Snapshot();
-  else problems["all"] = {s.skipped_values, s.parse_errors, s.source_errors};
   MetricFamily family{"rocefab_agent_source_problems_total",
                       "What each source could not give, by kind: skipped (a value or table absent), parse (a value "
                       "that was not a number), source (the whole source failed in a poll)",
                       MetricType::Counter,
                       {}};
-  for (const auto& [source, c] : problems)
+  for (const auto& [source, c] : problems_.Snapshot())
     for (const auto& [kind, value] : {std::pair{"skipped", c.skipped}, {"parse", c.parse}, {"source", c.failed}})
       family.metric.push_back(
           Series(MetricType::Counter, {{"kind", kind}, {"source", source}}, static_cast<double>(value)));

@@ -43,17 +43,16 @@ class AgentMetrics final : public prometheus::Collectable {
   // `components`: versions the agent sees, e.g. {"kernel", "6.1.0-18-amd64"},
   // {"mlx5_0 firmware", "28.39.1002"}. rocefab_build_info is not among
   // these series: every daemon serves BuildInfoCollectable itself.
-  // `problems`: the source problems by source; without it, the totals the
-  // batches carried, under source="all".
-  AgentMetrics(const AgentLoop& loop, const TelemetryShipper& shipper,
-               std::map<std::string, std::string> components = {}, const SourceProblems* problems = nullptr);
+  // `problems`: what the agent's sources could not give, by source.
+  AgentMetrics(const AgentLoop& loop, const TelemetryShipper& shipper, const SourceProblems& problems,
+               std::map<std::string, std::string> components = {});
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
   const AgentLoop& loop_;
   const TelemetryShipper& shipper_;
+  const SourceProblems& problems_;
   const std::map<std::string, std::string> components_;
-  const SourceProblems* problems_;
 };
 
 // What every agent sees of its machine: {"kernel": uname's release}.

@@ -29,6 +29,15 @@ v1::EntitySamples* BatchBuilder::AddEntity(v1::TelemetryBatch* batch, v1::Scope 
   return samples;
 }
 
+v1::EntitySamples* BatchBuilder::AddFastEntity(v1::TelemetryBatch* batch, v1::Scope scope,
+                                               const std::string& entity, uint32_t port, const std::string& netdev,
+                                               int64_t timestamp_us, int64_t previous_us) const {
+  v1::EntitySamples* samples = AddEntity(batch, scope, entity, port, netdev, timestamp_us);
+  samples->set_fast(true);
+  samples->set_previous_us(previous_us);
+  return samples;
+}
+
 void BatchBuilder::AddValue(v1::EntitySamples* entity, const CounterDef& def,
                             std::optional<uint32_t> prio, std::optional<uint32_t> queue,
                             uint64_t value) {

@@ -33,6 +33,12 @@ class BatchBuilder final {
                                const std::string& entity, uint32_t port,
                                const std::string& netdev, int64_t timestamp_us) const;
 
+  // A fast-path entity (EntitySamples.fast): its counters read at
+  // `timestamp_us`, the agent's read of them before at `previous_us`.
+  v1::EntitySamples* AddFastEntity(v1::TelemetryBatch* batch, v1::Scope scope, const std::string& entity,
+                                   uint32_t port, const std::string& netdev, int64_t timestamp_us,
+                                   int64_t previous_us) const;
+
   // Appends one reading. Counters get a delta against the previous reading
   // of the same series (none on the first).
   void AddValue(v1::EntitySamples* entity, const CounterDef& def, std::optional<uint32_t> prio,

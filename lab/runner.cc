@@ -131,6 +131,9 @@ class Daemons {
     for (const std::string& address : shard_grpc_) grpc_ += (grpc_.empty() ? "" : ",") + address;
 
     const std::string interval = StrCat(static_cast<int>(poll_interval_s * 1000), "ms");
+    std::vector<std::string> fast_interval_args;
+    if (fast_interval_s)
+      fast_interval_args = {"--fast-interval", StrCat(static_cast<int>(*fast_interval_s * 1000), "ms")};
     NotifySocket agents_ready(run_dir_ + "/logs/.notify-agents");
     size_t expected = 0;
     for (const auto& host : topo.hosts()) {
@@ -139,8 +142,7 @@ class Daemons {
             "--host-name", host.name(), "--sysfs-root", root + "/sys", "--proc-root",
             root + "/proc", "--ethtool-dir", root + "/ethtool", "--no-netlink",
             "--inspector-glob", root + "/nccl-inspector-*"};
-      if (fast_interval_s)
-        argv.insert(argv.end(), {"--fast-interval", StrCat(static_cast<int>(*fast_interval_s * 1000), "ms")});
+      argv.insert(argv.end(), fast_interval_args.begin(), fast_interval_args.end());
       AddTls(&argv, host.name());
       auto p = Subprocess::Spawn(
           {argv,
@@ -156,8 +158,7 @@ class Daemons {
             "--backend", sonic_ != nullptr ? "sonic" : "file", "--state-dir", live + "/switches", "--switch-name",
             sw.name(), "--listen", "127.0.0.1:0"};
       if (sonic_ != nullptr) argv.insert(argv.end(), {"--sonic-db-config", sonic_->DbConfigPath(sw.name())});
-      if (fast_interval_s)
-        argv.insert(argv.end(), {"--fast-interval", StrCat(static_cast<int>(*fast_interval_s * 1000), "ms")});
+      argv.insert(argv.end(), fast_interval_args.begin(), fast_interval_args.end());
       AddTls(&argv, sw.name());
       auto p = Subprocess::Spawn(
           {argv,

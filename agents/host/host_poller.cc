@@ -126,13 +126,11 @@ nlohmann::json SnapshotToJson(const HostSnapshot& snapshot) {
 void AppendSnapshot(const HostSnapshot& snapshot, BatchBuilder* builder,
                     v1::TelemetryBatch* batch, bool fast) {
   for (const NicReading& nic : snapshot.nics) {
+    const std::string name = StrCat(snapshot.host, "/", nic.device);
     v1::EntitySamples* entity =
-        builder->AddEntity(batch, v1::SCOPE_NIC, StrCat(snapshot.host, "/", nic.device),
-                           nic.port, nic.netdev, snapshot.timestamp_us);
-    if (fast) {
-      entity->set_fast(true);
-      entity->set_previous_us(snapshot.previous_us);
-    }
+        fast ? builder->AddFastEntity(batch, v1::SCOPE_NIC, name, nic.port, nic.netdev, snapshot.timestamp_us,
+                                      snapshot.previous_us)
+             : builder->AddEntity(batch, v1::SCOPE_NIC, name, nic.port, nic.netdev, snapshot.timestamp_us);
     for (const auto& [name, value] : nic.counters) {
       if (const CounterDef* def = FindCounter(v1::SCOPE_NIC, name))
         builder->AddValue(entity, *def, std::nullopt, std::nullopt, value);

@@ -38,6 +38,22 @@ TEST(HostPoller, CombinesSysfsEthtoolAndNetlink) {
   EXPECT_EQ(snapshot.nics[1].link_up, true);
 }
 
+// One statistic of an `ethtool -S` text file: read, and replaced (by
+// rename, as the lab writes them).
+uint64_t EthtoolStat(const std::string& file, const std::string& name) {
+  const std::string stats = testing::ReadFile(file);
+  const size_t at = stats.find(name + ": ");
+  EXPECT_NE(at, std::string::npos) << name;
+  return at == std::string::npos ? 0 : std::stoull(stats.substr(at + name.size() + 2));
+}
+void SetEthtoolStat(const std::string& file, const std::string& name, uint64_t value) {
+  std::string stats = testing::ReadFile(file);
+  const size_t at = stats.find(name + ": ");
+  ASSERT_NE(at, std::string::npos) << name;
+  stats.replace(at, stats.find('\n', at) - at, StrCat(name, ": ", value));
+  ASSERT_TRUE(WriteFileAtomic(file, stats).ok());
+}
+
 // What a source could not give is counted under that source, and the
 // snapshot's health is their sum.
 TEST(HostPoller, CountsProblemsBySource) {
@@ -78,11 +94,7 @@ TEST(HostPoller, SeesFilesChangedInPlaceAndFilesReplacedByRename) {
   for (uint64_t round = 1; round <= 3; ++round) {
     testing::WriteFile(port + "/hw_counters/np_cnp_sent", StrCat(555 + round, "\n"));
     ASSERT_TRUE(WriteFileAtomic(port + "/counters/port_xmit_data", StrCat(1000 * round, "\n")).ok());
-    std::string stats = testing::ReadFile(dir / "ethtool/eth2/statistics");
-    const size_t at = stats.find("rx_prio3_pause: ");
-    ASSERT_NE(at, std::string::npos);
-    stats.replace(at, stats.find('\n', at) - at, StrCat("rx_prio3_pause: ", 42 + round));
-    ASSERT_TRUE(WriteFileAtomic(dir / "ethtool/eth2/statistics", stats).ok());
+    SetEthtoolStat(dir / "ethtool/eth2/statistics", "rx_prio3_pause", 42 + round);
     clock.Advance(1'000'000);
     HostSnapshot next = poller.Poll();
     ASSERT_EQ(next.nics.size(), 2u);
@@ -119,13 +131,8 @@ TEST(HostPoller, TheFastPathSendsOnlyThePauseCountersOfPortsWhereOneMoved) {
   AppendSnapshot(unmoved, &builder, &quiet, /*fast=*/true);
   EXPECT_EQ(quiet.entities_size(), 0) << "nothing moved: nothing to send";
 
-  std::string stats = testing::ReadFile(dir / "ethtool/eth2/statistics");
-  const size_t at = stats.find("tx_prio3_pause_duration: ");
-  ASSERT_NE(at, std::string::npos);
-  const size_t end = stats.find('\n', at);
-  const uint64_t before = std::stoull(stats.substr(at + 25, end - at - 25));
-  stats.replace(at, end - at, StrCat("tx_prio3_pause_duration: ", before + 99'000));
-  ASSERT_TRUE(WriteFileAtomic(dir / "ethtool/eth2/statistics", stats).ok());
+  const std::string eth2 = dir / "ethtool/eth2/statistics";
+  SetEthtoolStat(eth2, "tx_prio3_pause_duration", EthtoolStat(eth2, "tx_prio3_pause_duration") + 99'000);
   clock.Advance(100'000);
   v1::TelemetryBatch moved = builder.NewBatch(clock.NowUs());
   AppendSnapshot(poller.PollPfc(), &builder, &moved, /*fast=*/true);

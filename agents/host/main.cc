@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
   auto components = SystemComponents();
   for (const auto& [device, version] : hostd::NicFirmwareVersions(sysfs)) components[device + " firmware"] = version;
   // The endpoint holds its collectables weakly: they live here.
-  auto self_metrics = std::make_shared<AgentMetrics>(loop, shipper, std::move(components), &agent.problems());
+  auto self_metrics = std::make_shared<AgentMetrics>(loop, shipper, agent.problems(), std::move(components));
   auto build_info = BuildInfoCollectable(kProgram);
   auto metrics =
       StartMetrics(config.metrics_listen(), config.metrics_web_config(), config.tls(), {build_info, self_metrics});

@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
     if (backend_name == "sonic")
       if (auto version = switchd::SonicImageVersion("/etc/sonic/sonic_version.yml"); !version.empty())
         components["sonic"] = version;
-    self_metrics = std::make_shared<AgentMetrics>(loop, shipper, std::move(components), &agent.problems());
+    self_metrics = std::make_shared<AgentMetrics>(loop, shipper, agent.problems(), std::move(components));
     metrics->Register(self_metrics);
   }
   boost::asio::io_context io;

@@ -373,16 +373,14 @@ absl::StatusOr<SwitchReading> SonicBackend::ReadPfcCounters() {
   for (const auto& [_, oid] : ports_.port_name_map) commands.push_back({"HGETALL", StrCat("COUNTERS:", oid)});
   auto replies = counters_.Pipeline(commands);
   if (!replies.ok()) return replies.status();
-  SonicTables t;
-  t.port_name_map = ports_.port_name_map;
-  t.appl_ports = ports_.appl_ports;
-  t.state_ports = ports_.state_ports;
+  // The last full read's tables with this read's port hashes alone.
+  ports_.counters.clear();
   size_t i = 0;
   for (const auto& [_, oid] : ports_.port_name_map) {
     const RedisReply& reply = (*replies)[i++];
-    if (reply.type == RedisReply::Type::kArray && !reply.elements.empty()) t.counters[oid] = reply.AsHash();
+    if (reply.type == RedisReply::Type::kArray && !reply.elements.empty()) ports_.counters[oid] = reply.AsHash();
   }
-  return MapSonicTables(switch_name_, t);
+  return MapSonicTables(switch_name_, ports_);
 }
 
 // ---- config ----

@@ -82,7 +82,7 @@ class SonicBackend final : public SwitchBackend {
   absl::StatusOr<SonicTables> Fetch();
   std::string switch_name_;
   RedisClient counters_, appl_, state_, config_;
-  SonicTables ports_;  // the last full read's port map and PORT_TABLEs
+  SonicTables ports_;  // the last full read's port map and PORT_TABLEs; the fast path adds port hashes
 };
 
 // One CONFIG_DB hash's fields that an item sets.

@@ -47,10 +47,8 @@ void AppendReading(const SwitchReading& reading, int64_t timestamp_us, BatchBuil
 void AppendFastReading(const SwitchReading& reading, int64_t timestamp_us, int64_t previous_us,
                        BatchBuilder* builder, v1::TelemetryBatch* batch) {
   for (const auto& [port_name, port] : reading.ports) {
-    v1::EntitySamples* samples =
-        builder->AddEntity(batch, v1::SCOPE_PORT, StrCat(reading.name, "/", port_name), 0, "", timestamp_us);
-    samples->set_fast(true);
-    samples->set_previous_us(previous_us);
+    v1::EntitySamples* samples = builder->AddFastEntity(batch, v1::SCOPE_PORT, StrCat(reading.name, "/", port_name),
+                                                        0, "", timestamp_us, previous_us);
     for (const auto& [name, value] : port.counters)
       if (IsFastPathCounter(name))
         builder->AddValue(samples, *FindCounter(v1::SCOPE_PORT, name), std::nullopt, std::nullopt, value);
