@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "cli/table.h"
 #include "common/clock.h"
@@ -58,6 +59,24 @@ void PrintDiagnosis(const v1::DiagnoseJobResponse& d, int64_t now_us, int limit,
     t.Print(out);
   }
   for (const auto& hint : d.hints()) out << "hint: " << hint << "\n";
+  // What changed on its paths: the versions its hosts and switches
+  // reported, and the operators' drains and rollouts (operator_change).
+  std::vector<std::tuple<int64_t, std::string, std::string, std::string>> changed;  // at, where, what, source
+  for (const auto& c : d.changes())
+    changed.emplace_back(c.at_us(), c.device(),
+                         StrCat(c.component(), " ", c.from().empty() ? "(none)" : c.from(), " -> ",
+                                c.to().empty() ? "(none)" : c.to()),
+                         "agent");
+  for (const auto& f : d.findings())
+    if (f.kind() == "operator_change") changed.emplace_back(f.start_us(), f.entity(), f.summary(), "controller");
+  std::sort(changed.begin(), changed.end());
+  if (!changed.empty()) {
+    out << "\nwhat changed on its paths (from 30 min before the slowdown):\n";
+    Table t({"  AT", "WHERE", "WHAT", "FROM"});
+    for (const auto& [at, where, what, source] : changed)
+      t.AddRow({StrCat("  ", FormatUtcTimeOfDay(at)), where, what, source});
+    t.Print(out);
+  }
   if (d.findings_size() == 0) {
     out << "\nno anomaly on the job's paths in the window\n";
     return;

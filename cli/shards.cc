@@ -32,6 +32,7 @@ v1::DiagnoseJobResponse MergeDiagnoses(std::vector<v1::DiagnoseJobResponse> part
   v1::DiagnoseJobResponse out = parts[base];
   out.clear_findings();
   out.clear_degraded();
+  out.clear_changes();
   out.set_footprint_ports(0);
   out.set_footprint_switches(0);
   std::vector<v1::Finding> findings;
@@ -53,7 +54,11 @@ v1::DiagnoseJobResponse MergeDiagnoses(std::vector<v1::DiagnoseJobResponse> part
     }
     for (const auto& f : part.findings())
       if (seen.emplace(f.kind(), f.entity(), f.start_us()).second) findings.push_back(f);
+    // Each shard's own agents' changes.
+    for (const auto& c : part.changes()) *out.add_changes() = c;
   }
+  std::sort(out.mutable_changes()->begin(), out.mutable_changes()->end(),
+            [](const v1::ComponentChange& a, const v1::ComponentChange& b) { return a.at_us() < b.at_us(); });
   std::sort(out.mutable_degraded()->begin(), out.mutable_degraded()->end(),
             [](const v1::DegradedInterval& a, const v1::DegradedInterval& b) { return a.start_us() < b.start_us(); });
   RankFindings(findings);

@@ -47,6 +47,12 @@ CollectorMetrics::CollectorMetrics(prometheus::Registry& registry)
                                 "host or switch (not under its certificate identity); dropped")
                           .Register(registry)
                           .Add({})),
+      components_dropped(prometheus::BuildCounter()
+                             .Name("rocefab_collector_components_dropped_total")
+                             .Help("Version components (TelemetryBatch.components) dropped: a name over 64 or a "
+                                   "version over 128 bytes, or past 64 per batch; the rest of the batch is stored")
+                             .Register(registry)
+                             .Add({})),
       readings_future_dropped(prometheus::BuildCounter()
                                   .Name("rocefab_collector_future_readings_dropped_total")
                                   .Help("Readings and collective records dated beyond max_clock_skew "

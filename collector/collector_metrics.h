@@ -20,6 +20,7 @@ struct CollectorMetrics {
   prometheus::Counter& collectives_dropped;
   // Entities and collective records an agent sent for someone else.
   prometheus::Counter& records_foreign;
+  prometheus::Counter& components_dropped;
   prometheus::Counter& readings_future_dropped;
   prometheus::Counter& readings_future_clipped;
   prometheus::Family<prometheus::Gauge>& agent_clock_skew;

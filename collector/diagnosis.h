@@ -59,6 +59,9 @@ struct DiagnoseInput {
   // The operators' changes (controller audit) from the history's start to
   // the window's end, and older drains still in effect.
   std::vector<v1::OperatorChange> changes;
+  // Versions the job's hosts and switches reported changing (ComponentLog),
+  // from 30 minutes before the history's start to the window's end.
+  std::vector<v1::ComponentChange> component_changes;
   int64_t window_start_us = 0, window_end_us = 0;
   bool onset_only = false;
 };

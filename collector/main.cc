@@ -247,6 +247,7 @@ int main(int argc, char** argv) {
   query.SetEvaluatedThrough(&observer.evaluated_through());
   observer.SetTrafficRates(&traffic_rates);
   query.SetTrafficRates(&traffic_rates);
+  query.SetComponentLog(&detectors.components());
   std::unique_ptr<collector::PromqlHistory> history;
   if (history_options) {
     history = std::make_unique<collector::PromqlHistory>(std::move(*history_options), *registry);

@@ -223,6 +223,12 @@ grpc::Status QueryService::DiagnoseJob(grpc::ServerContext* context, const v1::D
     for (v1::OperatorChange& c : context_->OperatorChanges())
       if (c.in_effect() || (c.at_us() >= history_start_us && c.at_us() <= in.window_end_us))
         in.changes.push_back(std::move(c));
+  // Versions the job's hosts and switches reported changing, over the
+  // history and the window (Diagnose keeps those around the slowdown).
+  if (components_ != nullptr)
+    for (v1::ComponentChange& c : components_->Changes(history_start_us - 1800LL * 1'000'000, in.window_end_us))
+      if (in.footprint.hosts.count(c.device()) || in.footprint.devices.count(c.device()))
+        in.component_changes.push_back(std::move(c));
   // About 60 buckets over the window, at least 1 s each.
   in.bucket_us = std::max<int64_t>(1'000'000, (in.window_end_us - in.window_start_us) / 60);
   // Older than the local store: the timeline from the history TSDB. The

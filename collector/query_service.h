@@ -30,6 +30,9 @@ class QueryService final : public v1::Query::Service {
   void SetEvaluatedThrough(const EvaluatedThrough* through) { evaluated_through_ = through; }
   // The byte rates TrafficMatrix answers from (may be null: it then fails).
   void SetTrafficRates(const TrafficRates* rates) { traffic_rates_ = rates; }
+  // The versions the agents reported, for DiagnoseJob's "what changed"
+  // (may be null: no such view).
+  void SetComponentLog(const ComponentLog* log) { components_ = log; }
 
   grpc::Status ListAgents(grpc::ServerContext* context, const v1::ListAgentsRequest* request,
                           v1::ListAgentsResponse* response) override;
@@ -67,6 +70,7 @@ class QueryService final : public v1::Query::Service {
   HistorySource* history_ = nullptr;
   const EvaluatedThrough* evaluated_through_ = nullptr;
   const TrafficRates* traffic_rates_ = nullptr;
+  const ComponentLog* components_ = nullptr;
 };
 
 }  // namespace rocefab::collector

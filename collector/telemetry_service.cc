@@ -69,6 +69,8 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
       metrics_.readings_future_dropped.Increment(static_cast<double>(screened.future_dropped));
     if (screened.future_clipped)
       metrics_.readings_future_clipped.Increment(static_cast<double>(screened.future_clipped));
+    if (screened.components_dropped)
+      metrics_.components_dropped.Increment(static_cast<double>(screened.components_dropped));
     if (!screened.first_problem.empty())
       LOG_WARN(kLog, "batch seq ", incoming_.seq(), " from ", peer_, ": ", screened.first_problem, " (",
                screened.foreign, " foreign, ", screened.future_dropped, " future-dated dropped)");
@@ -404,6 +406,20 @@ Screening ScreenBatch(v1::TelemetryBatch* batch, const std::string& identity, in
     r.set_timestamp_us(ts);
     return true;
   });
+  // Versions: bounded names and values, at most 64 of them.
+  constexpr size_t kMaxComponents = 64, kMaxName = 64, kMaxVersion = 128;
+  auto* components = batch->mutable_components();
+  for (auto it = components->begin(); it != components->end();) {
+    const bool bad = it->first.empty() || it->first.size() > kMaxName || it->second.size() > kMaxVersion;
+    if (bad) note(StrCat("component '", it->first.substr(0, kMaxName), "' has an over-long name or version"));
+    it = bad ? components->erase(it) : std::next(it);
+    out.components_dropped += bad;
+  }
+  while (components->size() > kMaxComponents) {
+    note(StrCat("more than ", kMaxComponents, " components"));
+    components->erase(components->begin());
+    ++out.components_dropped;
+  }
   return out;
 }
 

@@ -46,6 +46,7 @@ struct Screening {
   size_t foreign = 0;         // entities and records not the sender's
   size_t future_dropped = 0;  // dated beyond the skew bound ahead
   size_t future_clipped = 0;  // dated ahead within it: now stored at receipt time
+  size_t components_dropped = 0;  // version components too long, or too many
   std::string first_problem;
 };
 // Keeps what the sender may report and the collector can trust in time:

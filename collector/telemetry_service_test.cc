@@ -184,6 +184,24 @@ TEST(ValidateBatch, ACollectiveRecordWhoseNamesAreNotUtf8IsDropped) {
 
 // Before: agent_id and entity names were whatever the sender wrote, so any
 // agent could forge another host's NIC or a switch's link_flap.
+TEST(ScreenBatch, OverLongOrTooManyComponentsAreDroppedAndTheRestKept) {
+  v1::TelemetryBatch b;
+  auto& c = *b.mutable_components();
+  c["os"] = "lab-2.3";
+  c[std::string(65, 'n')] = "1";
+  c["kernel"] = std::string(129, 'v');
+  c[""] = "x";
+  const Screening s = ScreenBatch(&b, "", 0, 10'000'000);
+  EXPECT_EQ(s.components_dropped, 3u);
+  ASSERT_EQ(b.components().size(), 1u);
+  EXPECT_EQ(b.components().at("os"), "lab-2.3");
+  EXPECT_FALSE(s.first_problem.empty());
+  v1::TelemetryBatch many;
+  for (int i = 0; i < 100; ++i) (*many.mutable_components())["mlx5_" + std::to_string(i) + " firmware"] = "28.1";
+  EXPECT_EQ(ScreenBatch(&many, "", 0, 10'000'000).components_dropped, 36u);
+  EXPECT_EQ(many.components().size(), 64u);
+}
+
 TEST(ScreenBatch, AnAgentReportsOnlyWhatItsCertificateOwns) {
   const int64_t now = 1'800'000'000'000'000;
   v1::TelemetryBatch b;

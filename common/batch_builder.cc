@@ -16,6 +16,12 @@ v1::TelemetryBatch BatchBuilder::NewBatch(int64_t created_us) const {
   return batch;
 }
 
+void BatchBuilder::AttachComponents(v1::TelemetryBatch* batch, bool again) {
+  if (!again && attached_ == components_) return;
+  batch->mutable_components()->insert(components_.begin(), components_.end());
+  attached_ = components_;
+}
+
 v1::EntitySamples* BatchBuilder::AddEntity(v1::TelemetryBatch* batch, v1::Scope scope,
                                            const std::string& entity, uint32_t port,
                                            const std::string& netdev,

@@ -5,6 +5,7 @@
 // thread-safe.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -44,11 +45,20 @@ class BatchBuilder final {
   void AddValue(v1::EntitySamples* entity, const CounterDef& def, std::optional<uint32_t> prio,
                 std::optional<uint32_t> queue, uint64_t value);
 
+  // The versions the agent sees (TelemetryBatch.components). AttachComponents
+  // puts them on a full batch when they differ from those last attached, on
+  // the first one, and with `again` (the agents do about once a minute, so a
+  // collector that restarted learns them again).
+  void SetComponents(std::map<std::string, std::string> components) { components_ = std::move(components); }
+  void AttachComponents(v1::TelemetryBatch* batch, bool again = false);
+
   size_t series_count() const { return deltas_.series_count(); }
 
 
  private:
   DeltaTracker deltas_;
+  std::map<std::string, std::string> components_;
+  std::optional<std::map<std::string, std::string>> attached_;
   std::string host_boot_id_;
   std::string key_;  // reused buffer for series keys
 };

@@ -25,6 +25,9 @@ void HostAgent::PollOnce() {
   }
   HostSnapshot snapshot = poller_.Poll();
   v1::TelemetryBatch batch = builder_.NewBatch(clock_.NowUs());
+  const bool reread = read_components_ && polls_++ % static_cast<uint64_t>(components_every_) == 0;
+  if (reread) builder_.SetComponents(read_components_());
+  builder_.AttachComponents(&batch, reread);
   AppendSnapshot(snapshot, &builder_, &batch);
   for (const auto& [source, h] : snapshot.by_source)
     problems_.Add(source, {h.skipped_values, h.parse_errors, h.source_errors});

@@ -2,6 +2,10 @@
 // One rocefab-hostd tick: poll the host, turn the readings into a delta batch
 // and hand it to the shipper. common/agent_loop.h calls it every interval.
 
+#include <algorithm>
+#include <functional>
+#include <map>
+
 #include "agents/host/host_poller.h"
 #include "agents/host/inspector_tailer.h"
 #include "common/agent_metrics.h"
@@ -26,6 +30,13 @@ class HostAgent final {
   void PollFast();
   // What each source could not give since start, for /metrics.
   const SourceProblems& problems() const { return problems_; }
+  // The versions the host's batches report (TelemetryBatch.components),
+  // read at the first poll and every `every_polls` after (firmware can be
+  // updated under a running agent).
+  void SetComponents(std::function<std::map<std::string, std::string>()> read, int every_polls) {
+    read_components_ = std::move(read);
+    components_every_ = std::max(1, every_polls);
+  }
 
  private:
   HostPoller& poller_;
@@ -36,6 +47,9 @@ class HostAgent final {
   InspectorTailer* inspector_;
   TailStats tail_stats_;
   SourceProblems problems_;
+  std::function<std::map<std::string, std::string>()> read_components_;
+  int components_every_ = 60;
+  uint64_t polls_ = 0;
 };
 
 }  // namespace rocefab::hostd

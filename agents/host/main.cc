@@ -16,6 +16,7 @@
 #include "agents/host/link_state.h"
 #include "common/agent_loop.h"
 #include "common/agent_metrics.h"
+#include "common/build_info.h"
 #include "common/daemon_setup.h"
 #include "common/duration.h"
 #include "common/grpc_util.h"
@@ -184,8 +185,16 @@ int main(int argc, char** argv) {
   hostd::HostAgent agent(poller, shipper, proc, clock, inspector.get());
   AgentLoop loop(interval_us, [&] { agent.PollOnce(); }, shipper, clock);
   if (*fast_interval > 0) loop.SetFastPoll(*fast_interval, [&] { agent.PollFast(); });
-  auto components = SystemComponents();
-  for (const auto& [device, version] : hostd::NicFirmwareVersions(sysfs)) components[device + " firmware"] = version;
+  auto read_components = [&sysfs, program = std::string(kProgram)] {
+    auto components = SystemComponents();
+    components[program] = BuildVersion();
+    for (const auto& [device, version] : hostd::NicFirmwareVersions(sysfs)) components[device + " firmware"] = version;
+    return components;
+  };
+  // Firmware can change under a running agent (mlxfwreset): read again
+  // about every minute.
+  agent.SetComponents(read_components, static_cast<int>(std::max<int64_t>(1, 60'000'000 / interval_us)));
+  auto components = read_components();
   // The endpoint holds its collectables weakly: they live here.
   auto self_metrics = std::make_shared<AgentMetrics>(loop, shipper, agent.problems(), std::move(components));
   auto build_info = BuildInfoCollectable(kProgram);

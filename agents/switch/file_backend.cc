@@ -94,6 +94,12 @@ absl::StatusOr<SwitchReading> ParseSwitchCountersJson(std::string_view text) {
   SwitchReading reading;
   if (auto it = root.find("switch"); it != root.end() && it->is_string())
     reading.name = it->get<std::string>();
+  if (auto it = root.find("os_version"); it != root.end()) {
+    if (it->is_string() && !it->get_ref<const std::string&>().empty() && it->get_ref<const std::string&>().size() <= 128)
+      reading.os_version = it->get<std::string>();
+    else
+      ++reading.bad_values;
+  }
   if (auto it = root.find("timestamp_us"); it != root.end()) {
     uint64_t ts = 0;
     if (ToCounter(*it, &ts) && ts < (1ULL << 62)) reading.timestamp_us = static_cast<int64_t>(ts);

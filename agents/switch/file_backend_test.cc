@@ -43,6 +43,20 @@ TEST(ParseSwitchCountersJson, ReadsTheLabFormat) {
   EXPECT_EQ(reading->bad_values, 3u);    // -5, "x", "many"
 }
 
+TEST(ParseSwitchCountersJson, ReadsTheOsVersionAndCountsABadOne) {
+  auto reading = ParseSwitchCountersJson(R"({"os_version": "lab-2.3", "ports": {}})");
+  ASSERT_TRUE(reading.ok()) << reading.status();
+  EXPECT_EQ(reading->os_version, "lab-2.3");
+  EXPECT_EQ(reading->bad_values, 0u);
+  for (const std::string& bad : std::vector<std::string>{R"({"os_version": 7, "ports": {}})", R"({"os_version": "", "ports": {}})",
+                                R"({"os_version": ")" + std::string(129, 'v') + R"(", "ports": {}})"}) {
+    auto r = ParseSwitchCountersJson(bad);
+    ASSERT_TRUE(r.ok()) << bad << ": one bad field is no bad file";
+    EXPECT_EQ(r->os_version, "") << bad;
+    EXPECT_EQ(r->bad_values, 1u) << bad;
+  }
+}
+
 TEST(ParseSwitchCountersJson, RejectsWhatIsNotACountersFile) {
   for (const char* bad : {"", "{", "[]", "42", "{\"switch\": \"a\"}", "{\"ports\": []}",
                           "{\"ports\": {}} trailing"}) {

@@ -18,6 +18,7 @@
 #include "agents/switch/switch_agent.h"
 #include "common/agent_loop.h"
 #include "common/agent_metrics.h"
+#include "common/build_info.h"
 #include "common/authz.h"
 #include "common/daemon_setup.h"
 #include "common/duration.h"
@@ -211,6 +212,15 @@ int main(int argc, char** argv) {
   TelemetryShipper shipper(options, clock);
   if (auto status = shipper.Start(); !status.ok()) return UsageError(kProgram, status);
   switchd::SwitchAgent agent(backend, shipper, clock, backend_name);
+  // A SONiC image upgrade reboots the switch, and so restarts the agent:
+  // its version is read once. The file backend's os_version is read with
+  // its counters.
+  auto components = SystemComponents();
+  components[kProgram] = BuildVersion();
+  if (backend_name == "sonic")
+    if (auto version = switchd::SonicImageVersion("/etc/sonic/sonic_version.yml"); !version.empty())
+      components["os"] = version;
+  agent.SetComponents(components);
   agent.CountDegradedIn(&AddGauge(*registry, "rocefab_switchd_degraded_sources",
                                   "Tables the backend expected and did not find at the last poll "
                                   "(the log names them)"));
@@ -218,11 +228,7 @@ int main(int argc, char** argv) {
   if (*fast_interval > 0) loop.SetFastPoll(*fast_interval, [&] { agent.PollFast(); });
   std::shared_ptr<AgentMetrics> self_metrics;
   if (metrics) {
-    auto components = SystemComponents();
-    if (backend_name == "sonic")
-      if (auto version = switchd::SonicImageVersion("/etc/sonic/sonic_version.yml"); !version.empty())
-        components["sonic"] = version;
-    self_metrics = std::make_shared<AgentMetrics>(loop, shipper, agent.problems(), std::move(components));
+    self_metrics = std::make_shared<AgentMetrics>(loop, shipper, agent.problems(), components);
     metrics->Register(self_metrics);
   }
   boost::asio::io_context io;

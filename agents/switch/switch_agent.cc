@@ -108,6 +108,11 @@ void SwitchAgent::PollOnce() {
       degraded_ = reading->degraded;
     }
     if (degraded_gauge_) degraded_gauge_->Set(static_cast<double>(reading->degraded.size()));
+    auto components = components_;
+    if (!reading->os_version.empty()) components["os"] = reading->os_version;
+    builder_.SetComponents(std::move(components));
+    // Again every 60 polls, for a collector that restarted.
+    builder_.AttachComponents(&batch, polls_++ % 60 == 0);
     AppendReading(*reading, now_us, &builder_, &batch);
     problems_.Add(source_, {reading->unknown_keys + reading->degraded.size(), reading->bad_values, 0});
     last_read_us_ = reading->timestamp_us > 0 ? reading->timestamp_us : now_us;

@@ -45,6 +45,9 @@ class SwitchAgent final {
   void CountDegradedIn(prometheus::Gauge* gauge) { degraded_gauge_ = gauge; }
   // What the backend could not give since start, for /metrics.
   const SourceProblems& problems() const { return problems_; }
+  // The versions the switch's batches report (TelemetryBatch.components),
+  // with the backend's `os_version` as "os" when it has one.
+  void SetComponents(std::map<std::string, std::string> components) { components_ = std::move(components); }
 
  private:
   SwitchBackend& backend_;
@@ -57,6 +60,8 @@ class SwitchAgent final {
   SourceProblems problems_;
   std::vector<std::string> degraded_;  // as last logged
   prometheus::Gauge* degraded_gauge_ = nullptr;
+  std::map<std::string, std::string> components_;
+  uint64_t polls_ = 0;
 };
 
 }  // namespace rocefab::switchd

@@ -27,6 +27,9 @@ struct SwitchReading {
   std::map<std::string, PortReading> ports;
   // Buffer pool -> buffer_used_bytes, buffer_watermark_bytes.
   std::map<std::string, std::map<std::string, uint64_t>> buffer_pools;
+  // The switch's operating system image as the source names it (SONiC's
+  // build_version; the lab's "os_version"), or empty.
+  std::string os_version;
   uint64_t unknown_keys = 0;  // names outside the vocabulary, skipped
   uint64_t bad_values = 0;    // values that were not non-negative integers
   // Sources the backend expected and did not find this poll (a SONiC map or
