@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "absl/strings/str_join.h"
+#include "common/clock.h"
 #include "common/daemon_setup.h"
 #include "common/stats.h"
 #include "common/strings.h"
@@ -157,6 +158,8 @@ std::string CanonicalLinkEnd(const Topology* topology, const std::string& port) 
 Detectors::Detectors(DetectorSettings settings) : s_(std::move(settings)) {}
 
 void Detectors::Observe(const v1::TelemetryBatch& batch) {
+  if (!batch.components().empty())
+    components_.Observe(batch.agent_id(), {batch.components().begin(), batch.components().end()}, batch.created_us());
   for (const v1::EntitySamples& es : batch.entities()) {
     if (es.scope() == v1::SCOPE_UNSPECIFIED || es.scope() == v1::SCOPE_COLL) continue;
     key_.assign(1, static_cast<char>('0' + es.scope()));
@@ -332,6 +335,7 @@ v1::Evidence Detectors::Ev(const EntityState& e, const std::string& counter, dou
 
 void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits) {
   const Topology* topo = context.topology.get();
+  own_congested_.clear();
   struct Pause {
     const EntityState* e;
     double tx = 0, rx = 0, storm_events = 0;
@@ -494,8 +498,11 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         const double packets = Delta(e, "queue_tx_packets" + at);
         const double marks = Delta(e, "queue_ecn_marked_packets" + at);
         const double drops = Delta(e, "queue_drops" + at);
-        if (marks > 0 || (depth != nullptr && depth->value >= static_cast<double>(s_.deep_queue_bytes)))
+        if (marks > 0 || (depth != nullptr && depth->value >= static_cast<double>(s_.deep_queue_bytes))) {
           queue_congested.insert(e.entity);
+          Congested& c = own_congested_.try_emplace(e.entity, Congested{&e}).first->second;
+          c.marks += marks, c.packets += packets;
+        }
         if (depth != nullptr && q < 32) {
           const uint32_t bit = 1u << q;
           if (depth->value >= static_cast<double>(s_.deep_queue_bytes)) e.congested_prios |= bit;
@@ -531,6 +538,12 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         }
       }
     }
+  }
+
+  // Congested on their own account: not held by pauses from downstream.
+  for (auto it = own_congested_.begin(); it != own_congested_.end();) {
+    const auto rx = port_rx.find(it->first);
+    it = rx != port_rx.end() && rx->second >= s_.pause_ratio / 5 ? own_congested_.erase(it) : std::next(it);
   }
 
   // ECMP imbalance: a switch whose busiest uplink is saturated while its
@@ -1012,6 +1025,234 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
   }
 }
 
+// Noisy neighbours. A job whose busbw fell (a busbw_regression this round)
+// while lossless queues on its paths are congested, on ports no fault
+// explains, and whose congested ports another job's paths share, where
+// that other job arrived (its first collective, else its registration)
+// from kContentionLeadUs before the slowdown's onset to kContentionLagUs
+// after it: the newcomer's traffic took the capacity. Counters say how
+// busy a queue is, not whose packets fill it, so the arrival time is what
+// ties the congestion to the newcomer; a job that ran beside the victim
+// for long before it slowed is not blamed.
+void Detectors::DetectContention(const FabricContext& context, std::vector<Hit>* hits) {
+  constexpr int64_t kContentionLeadUs = 10'000'000, kContentionLagUs = 10'000'000;
+  const Topology* topo = context.topology.get();
+  if (topo == nullptr || own_congested_.empty()) return;
+  std::map<std::string, int64_t> slowed;  // job -> earliest onset this round
+  std::map<std::string, double> drop;     // job -> its largest drop
+  // What a fabric fault explains: both ends of a faulty link, or the whole
+  // switch of a switch-wide finding (its ECN or buffer profile).
+  std::unordered_set<std::string> faulted_ports, faulted_devices;
+  for (const Hit& h : *hits) {
+    if (h.kind == "busbw_regression") {
+      auto [it, fresh] = slowed.try_emplace(h.job, h.start_us);
+      if (!fresh) it->second = std::min(it->second, h.start_us);
+      drop[h.job] = std::max(drop[h.job], h.magnitude);
+    } else if (h.job.empty() && !IsConsequenceKind(h.kind) && h.kind != "ecn_hotspot" && h.kind != "ecmp_imbalance") {
+      if (h.entity.find('/') == std::string::npos) {
+        faulted_devices.insert(h.entity);
+        continue;
+      }
+      faulted_ports.insert(h.entity);
+      if (const std::string peer = PeerPort(topo, h.entity); !peer.empty()) faulted_ports.insert(peer);
+    }
+  }
+  if (slowed.empty()) return;
+  auto footprint = [&](const v1::Job& job) -> const Footprint& { return JobPaths(topo, job); };
+  auto arrival_us = [&](const v1::Job& job) {
+    const auto seen = jobs_.find(job.id());
+    return seen != jobs_.end() && seen->second.first_us > 0 ? seen->second.first_us : job.start_us();
+  };
+  // Hits on a shared congested port are the contention's doing.
+  std::vector<Hit> found;
+  std::map<std::string, std::string> port_cause;  // port -> contention key
+  for (const auto& [victim_id, onset_us] : slowed) {
+    const v1::Job* victim = nullptr;
+    for (const v1::Job& job : context.running_jobs)
+      if (job.id() == victim_id) victim = &job;
+    if (victim == nullptr) continue;
+    const Footprint& mine = footprint(*victim);
+    std::vector<std::string> congested;  // on the victim's paths, switch ports, no fault there
+    for (const auto& [port, c] : own_congested_)
+      if (mine.ports.count(port) && topo->FindSwitch(EntityDevice(port)) != nullptr && !faulted_ports.count(port) &&
+          !faulted_devices.count(EntityDevice(port)))
+        congested.push_back(port);
+    if (congested.empty()) continue;
+    const v1::Job* best = nullptr;
+    std::vector<std::string> best_shared;
+    int64_t best_arrival = 0;
+    for (const v1::Job& other : context.running_jobs) {
+      if (other.id() == victim_id) continue;
+      const int64_t arrived = arrival_us(other);
+      if (arrived < onset_us - kContentionLeadUs || arrived > onset_us + kContentionLagUs) continue;
+      const Footprint& theirs = footprint(other);
+      std::vector<std::string> shared;
+      for (const std::string& port : congested)
+        if (theirs.ports.count(port)) shared.push_back(port);
+      if (shared.empty()) continue;
+      if (best == nullptr || shared.size() > best_shared.size() ||
+          (shared.size() == best_shared.size() && arrived > best_arrival))
+        best = &other, best_shared = std::move(shared), best_arrival = arrived;
+    }
+    if (best == nullptr) continue;
+    std::sort(best_shared.begin(), best_shared.end(), [&](const std::string& a, const std::string& b) {
+      return own_congested_.at(a).marks > own_congested_.at(b).marks;
+    });
+    Hit h{"job_contention", best->id(), v1::SEVERITY_WARNING, std::clamp(drop[victim_id], 0.0, 1.0), onset_us};
+    h.job = victim_id;
+    v1::Evidence arrival;
+    arrival.set_entity(best->id());
+    arrival.set_counter("job_arrival_s");
+    arrival.set_peak_rate(static_cast<double>(onset_us - best_arrival) / 1e6);
+    arrival.set_note(StrCat("its first collective at ", FormatUtcTimeOfDay(best_arrival), "; job ", victim_id,
+                            "'s busbw fell from ", FormatUtcTimeOfDay(onset_us)));
+    h.evidence.push_back(arrival);
+    constexpr size_t kShownPorts = 8;
+    std::vector<std::string> shown;
+    for (const std::string& port : best_shared) {
+      const Congested& c = own_congested_.at(port);
+      if (shown.size() < kShownPorts) {
+        shown.push_back(port);
+        const double interval_s = IntervalUs(*c.e) / 1e6;
+        h.evidence.push_back(Ev(*c.e, "queue_ecn_marked_packets", c.marks, c.marks / interval_s,
+                                StrCat("on the paths of jobs ", victim_id, " and ", best->id(), "; ",
+                                       c.packets > 0 ? Pct(c.marks / c.packets) : "0%", " of packets marked")));
+      }
+      port_cause.try_emplace(port, StrCat("job_contention|", best->id(), "|", victim_id));
+    }
+    h.summary = StrCat("job ", victim_id, " is slowed by job ", best->id(), "'s traffic: they share ", best_shared.size(),
+                       " congested link(s) (", absl::StrJoin(shown, ", "), best_shared.size() > shown.size() ? ", ..." : "",
+                       "), and job ", best->id(), " arrived as job ", victim_id, "'s busbw fell ",
+                       Pct(drop[victim_id]), "; no fault is on those links");
+    found.push_back(std::move(h));
+  }
+  for (Hit& h : *hits)
+    if (h.cause_key.empty() && (h.kind == "ecn_hotspot" || h.kind == "pfc_pause"))
+      if (auto it = port_cause.find(h.entity); it != port_cause.end()) h.cause_key = it->second;
+  for (Hit& h : found) hits->push_back(std::move(h));
+}
+
+const Footprint& Detectors::JobPaths(const Topology* topo, const v1::Job& job) {
+  auto& [ranks, fp] = footprints_[job.id()];
+  if (ranks != static_cast<size_t>(job.ranks_size()) || (fp.hosts.empty() && job.ranks_size() > 0)) {
+    ranks = static_cast<size_t>(job.ranks_size());
+    fp = JobFootprint(topo, job, {});
+  }
+  return fp;
+}
+
+// Latency regressions, as the paper's CTSW image whose new packet scheduling
+// raised port-to-port latency: a job's collectives slower while nothing on
+// its paths shows congestion, loss or errors. Counters cannot see latency,
+// so what names the culprit is a change: a host or switch on the job's
+// paths that reported a new version (an image, a firmware, the agent
+// itself; TelemetryBatch.components) from kChangeLeadUs before the
+// slowdown's onset to kChangeLagUs after. Judged once the slowdown has
+// lasted kLatencySettleUs (20 s), so that the faults that explain a
+// slowdown (found within a few polls, a straggler within about ten seconds
+// of collectives) have had their chance first. Without such a change there is no finding:
+// clean counters and nothing changed is not a diagnosis.
+void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits) {
+  constexpr int64_t kChangeLeadUs = 30 * 60 * 1'000'000LL, kChangeLagUs = 10'000'000;
+  constexpr int64_t kLatencySettleUs = 20'000'000, kPreexistingUs = 60'000'000;
+  constexpr int64_t kCongestionKeepUs = 180'000'000;
+  const Topology* topo = context.topology.get();
+  if (topo == nullptr) return;
+  // Congestion on every registered job's paths this round, for later
+  // comparison.
+  for (const v1::Job& job : context.running_jobs) {
+    const auto state = jobs_.find(job.id());
+    if (state == jobs_.end()) continue;
+    const Footprint& fp = JobPaths(topo, job);
+    double marks = 0, packets = 0;
+    for (const auto& [port, c] : own_congested_)
+      if (fp.ports.count(port)) {
+        const double interval_s = IntervalUs(*c.e) / 1e6;
+        marks += c.marks / interval_s, packets += c.packets / interval_s;
+      }
+    auto& history = state->second.congestion;
+    history.push_back({now_us, marks, packets});
+    while (!history.empty() && history.front().ts_us < now_us - kCongestionKeepUs) history.pop_front();
+  }
+  std::map<std::string, int64_t> slowed;
+  std::map<std::string, double> drop;
+  for (const Hit& h : *hits)
+    if (h.kind == "busbw_regression") {
+      auto [it, fresh] = slowed.try_emplace(h.job, h.start_us);
+      if (!fresh) it->second = std::min(it->second, h.start_us);
+      drop[h.job] = std::max(drop[h.job], h.magnitude);
+    }
+  for (const auto& [id, onset_us] : slowed) {
+    if (now_us - onset_us < kLatencySettleUs) continue;
+    const v1::Job* job = nullptr;
+    for (const v1::Job& j : context.running_jobs)
+      if (j.id() == id) job = &j;
+    if (job == nullptr) continue;
+    const Footprint& fp = JobPaths(topo, *job);
+    // Anything found on its paths since shortly before the onset explains it.
+    bool explained = false;
+    for (const Hit& h : *hits) {
+      if (h.kind == "busbw_regression" || h.kind == "latency_regression" || h.kind == "ecmp_imbalance") continue;
+      const bool on_paths = !h.job.empty() ? h.job == id
+                                           : fp.ports.count(h.entity) || fp.devices.count(h.entity) ||
+                                                 (fp.hosts.count(EntityDevice(h.entity)) && fp.ports.count(h.entity));
+      if (!on_paths) continue;
+      const auto tracked = active_.find(h.Key());
+      const int64_t began = tracked != active_.end() ? tracked->second.anomaly.start_us() : h.start_us;
+      if (began >= onset_us - kPreexistingUs) explained = true;
+    }
+    if (explained) continue;
+    // Congestion moved: ECN marks per second on its paths' congested queues
+    // (the mean over the last 10 s against the minute before the onset)
+    // rose by half again, plus a tenth of a percent of those queues'
+    // packets. A slower job sends less: with latency alone they fall.
+    const auto& history = jobs_[id].congestion;
+    double before_marks = 0, now_marks = 0, now_packets = 0;
+    int before_n = 0, now_n = 0;
+    for (const auto& c : history) {
+      if (c.ts_us >= onset_us - kPreexistingUs && c.ts_us <= onset_us) before_marks += c.marks, ++before_n;
+      if (c.ts_us >= now_us - 10'000'000) now_marks += c.marks, now_packets += c.packets, ++now_n;
+    }
+    if (before_n > 0) before_marks /= before_n;
+    if (now_n > 0) now_marks /= now_n, now_packets /= now_n;
+    if (now_marks > 1.5 * before_marks + 0.001 * now_packets) continue;
+    // What changed on its paths around the onset.
+    const v1::ComponentChange* culprit = nullptr;
+    std::vector<v1::ComponentChange> changes;
+    for (v1::ComponentChange& c : components_.Changes(onset_us - kChangeLeadUs, onset_us + kChangeLagUs))
+      if (fp.devices.count(c.device()) || fp.hosts.count(c.device())) changes.push_back(std::move(c));
+    for (const v1::ComponentChange& c : changes)
+      if (culprit == nullptr || std::abs(c.at_us() - onset_us) < std::abs(culprit->at_us() - onset_us)) culprit = &c;
+    if (culprit == nullptr) continue;
+    Hit h{"latency_regression", culprit->device(), v1::SEVERITY_WARNING, std::clamp(drop[id], 0.0, 1.0), onset_us};
+    h.job = id;
+    constexpr size_t kShownChanges = 4;
+    for (size_t i = 0; i < changes.size() && i < kShownChanges; ++i) {
+      const v1::ComponentChange& c = changes[changes.size() - 1 - i];
+      v1::Evidence ev;
+      ev.set_entity(c.device());
+      ev.set_counter("component_change");
+      ev.set_peak_rate(static_cast<double>(onset_us - c.at_us()) / 1e6);
+      ev.set_note(StrCat(c.component(), " ", c.from().empty() ? "(none)" : c.from(), " -> ",
+                         c.to().empty() ? "(none)" : c.to(), " at ", FormatUtcTimeOfDay(c.at_us())));
+      h.evidence.push_back(std::move(ev));
+    }
+    v1::Evidence quiet;
+    quiet.set_entity(id);
+    quiet.set_counter("path_ecn_marks_per_s");
+    quiet.set_total(before_marks);
+    quiet.set_peak_rate(now_marks);
+    quiet.set_note("ECN marks per second on the congested queues of its paths, the minute before the onset and now");
+    h.evidence.push_back(std::move(quiet));
+    h.summary = StrCat("job ", id, "'s busbw fell ", Pct(drop[id]), " with no congestion, loss or error on its paths; ",
+                       culprit->device(), " changed ", culprit->component(), " from ",
+                       culprit->from().empty() ? "(none)" : culprit->from(), " to ",
+                       culprit->to().empty() ? "(none)" : culprit->to(), " at ", FormatUtcTimeOfDay(culprit->at_us()),
+                       ": a latency regression of the new version");
+    hits->push_back(std::move(h));
+  }
+}
+
 int Detectors::StreakNeeded(uint32_t ranks) const {
   return 1 + static_cast<int>(std::ceil(std::log(1 / s_.straggler_p) / std::log(static_cast<double>(ranks))));
 }
@@ -1108,9 +1349,14 @@ void Detectors::DetectDrift(int64_t now_us, const FabricContext& context, std::v
     it = seen.count(it->first) ? std::next(it) : drift_since_.erase(it);
 }
 
+std::string Detectors::Hit::Key() const {
+  return kind == "job_contention" || kind == "latency_regression" ? StrCat(kind, "|", entity, "|", job)
+                                                                   : StrCat(kind, "|", entity);
+}
+
 void Detectors::Track(int64_t now_us, std::vector<Hit> hits) {
   for (Hit& h : hits) {
-    const std::string key = StrCat(h.kind, "|", h.entity);
+    const std::string key = h.Key();
     auto it = active_.find(key);
     if (it == active_.end()) {
       Tracked t;
@@ -1159,7 +1405,7 @@ void Detectors::Track(int64_t now_us, std::vector<Hit> hits) {
   // Causes: the origin's id, when the origin is active.
   for (const Hit& h : hits) {
     if (h.cause_key.empty()) continue;
-    auto self = active_.find(StrCat(h.kind, "|", h.entity));
+    auto self = active_.find(h.Key());
     auto cause = active_.find(h.cause_key);
     if (self != active_.end() && cause != active_.end() && cause != self)
       self->second.anomaly.set_caused_by(cause->second.anomaly.id());
@@ -1170,6 +1416,14 @@ std::vector<v1::Anomaly> Detectors::Evaluate(int64_t now_us, const FabricContext
   std::vector<Hit> hits;
   DetectPorts(now_us, context, &hits);
   DetectJobs(now_us, context, &hits);
+  DetectContention(context, &hits);
+  DetectLatency(now_us, context, &hits);
+  own_congested_.clear();  // it points into entities_
+  for (auto it = footprints_.begin(); it != footprints_.end();) {
+    bool running = false;
+    for (const v1::Job& job : context.running_jobs) running |= job.id() == it->first;
+    it = running ? std::next(it) : footprints_.erase(it);
+  }
   DetectDrift(now_us, context, &hits);
   for (auto& [key, t] : active_) t.changed = false;
   Track(now_us, std::move(hits));

@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "collector/component_log.h"
+#include "collector/diagnosis.h"
 #include "common/topology.h"
 #include "rocefab/v1/config.pb.h"
 #include "rocefab/v1/control.pb.h"
@@ -96,6 +98,8 @@ class Detectors final {
 
   // Anomalies open right now.
   std::vector<v1::Anomaly> Active() const;
+  // The versions agents reported and their changes (thread-safe).
+  const ComponentLog& components() const { return components_; }
   size_t active_count() const { return active_.size(); }
   std::vector<JobSummary> JobSummaries() const;
   // Ids continue after those already stored.
@@ -182,6 +186,13 @@ class Detectors final {
     std::map<std::string, BucketState> buckets;   // op/size bucket -> its judgement so far
     std::map<std::string, JobSummary> summary;    // op/size bucket -> last judgement
     bool stalled = false;
+    // Per evaluation: ECN marks and packets per second on the congested
+    // queues of its paths (for latency_regression: did congestion move?).
+    struct Congestion {
+      int64_t ts_us;
+      double marks, packets;
+    };
+    std::deque<Congestion> congestion;
   };
   struct Hit {
     Hit(std::string k, std::string e, v1::Severity sev, double mag, int64_t start)
@@ -195,6 +206,9 @@ class Detectors final {
     std::string cause_key;
     std::string job;
     int64_t clear_after_us = 0;  // 0: the default
+    // What tracks it: kind|entity; a contention also by the job it slows,
+    // since one neighbour can slow several.
+    std::string Key() const;
   };
   struct Tracked {
     v1::Anomaly anomaly;
@@ -212,6 +226,15 @@ class Detectors final {
   void DetectPorts(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits);
   void DetectJobs(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits);
   void DetectDrift(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits);
+  // job_contention: a slowed job whose congested links another job's
+  // traffic, arrived at the slowdown's onset, shares.
+  void DetectContention(const FabricContext& context, std::vector<Hit>* hits);
+  // latency_regression: a job slowed for 20 s with no finding on its paths
+  // and no more congestion on them than before, where a host or switch on
+  // its paths reported a new version shortly before.
+  void DetectLatency(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits);
+  // A running job's footprint, kept while its placement is unchanged.
+  const Footprint& JobPaths(const Topology* topo, const v1::Job& job);
   void Track(int64_t now_us, std::vector<Hit> hits);
   void JudgeBusbw(BucketState& st, double busbw, int64_t ts_us) const;
   static void JudgeFastest(BucketState& st, const std::vector<const CollRecord*>& ranks);
@@ -242,6 +265,16 @@ class Detectors final {
   std::unordered_map<std::string, EntityState> entities_;  // scope char + entity
   // Switch -> time of its latest reading with a deep lossless egress queue.
   std::unordered_map<std::string, int64_t> deep_seen_us_;
+  // Switch egress ports congested on their own account in the last
+  // DetectPorts (a lossless queue marking or deep, not held by pauses from
+  // downstream), with their ECN marks and packets in the interval.
+  struct Congested {
+    const EntityState* e;
+    double marks = 0, packets = 0;
+  };
+  std::unordered_map<std::string, Congested> own_congested_;
+  std::map<std::string, std::pair<size_t, Footprint>> footprints_;  // job -> (its ranks, footprint)
+  ComponentLog components_;
   std::string key_;  // reused by Observe
   std::map<std::string, JobState> jobs_;
   std::map<std::string, Tracked> active_;  // kind|entity

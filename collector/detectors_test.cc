@@ -863,6 +863,206 @@ TEST_F(DetectorsTest, LastingDriftOnlyFromTheController) {
   EXPECT_EQ(changes[0].entity(), "z1-rtsw01");
 }
 
+// Two racks of two hosts, one NIC each, one uplink per rack to one CTSW.
+const char* kTwoRacksTwoHosts = R"yaml(
+switches:
+  - {name: z1-rtsw01, role: rtsw, zone: z1}
+  - {name: z1-rtsw02, role: rtsw, zone: z1}
+  - {name: z1-ctsw01, role: ctsw, zone: z1}
+hosts:
+  - {name: z1-r01-h1, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.1}]}
+  - {name: z1-r01-h2, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.2}]}
+  - {name: z1-r02-h1, zone: z1, rack: 2, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.2.1}]}
+  - {name: z1-r02-h2, zone: z1, rack: 2, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.2.2}]}
+links:
+  - {a: z1-r01-h1/mlx5_0, b: z1-rtsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-r01-h2/mlx5_0, b: z1-rtsw01/Ethernet4, speed_gbps: 400}
+  - {a: z1-r02-h1/mlx5_0, b: z1-rtsw02/Ethernet0, speed_gbps: 400}
+  - {a: z1-r02-h2/mlx5_0, b: z1-rtsw02/Ethernet4, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet8, b: z1-ctsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw02/Ethernet8, b: z1-ctsw01/Ethernet4, speed_gbps: 400}
+)yaml";
+
+// Job 4711 on the first host of each rack, job 4712 (the neighbour) on the
+// second: both cross the rack uplinks and the CTSW's downlinks.
+class ContentionTest : public DetectorsFixture {
+ protected:
+  static constexpr const char* kShared[] = {"z1-rtsw01/Ethernet8", "z1-ctsw01/Ethernet4"};
+  void SetUp() override {
+    UseTopology(kTwoRacksTwoHosts);
+    for (const char* port : {"z1-rtsw01/Ethernet0", "z1-rtsw01/Ethernet4", "z1-rtsw01/Ethernet8",
+                             "z1-rtsw02/Ethernet0", "z1-rtsw02/Ethernet4", "z1-rtsw02/Ethernet8",
+                             "z1-ctsw01/Ethernet0", "z1-ctsw01/Ethernet4"}) {
+      fabric_.Set(v1::SCOPE_PORT, port, "link_up", 1);
+      fabric_.Set(v1::SCOPE_PORT, port, "rx_fcs_errors", 0);
+      fabric_.Set(v1::SCOPE_PORT, port, "pfc_rx_pause_us", 0, 3);
+      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_tx_packets", 0, std::nullopt, 3);
+      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_ecn_marked_packets", 0, std::nullopt, 3);
+    }
+  }
+  static v1::Job Job(const std::string& id, const std::vector<std::string>& hosts, int64_t start_us) {
+    v1::Job job;
+    job.set_id(id);
+    job.set_start_us(start_us);
+    for (size_t r = 0; r < hosts.size(); ++r) {
+      auto* p = job.add_ranks();
+      p->set_rank(static_cast<uint32_t>(r));
+      p->set_host(hosts[r]);
+      p->set_nic("mlx5_0");
+    }
+    return job;
+  }
+  // Second `s`: 30 collectives of each job in `sending` at `busbw` (the
+  // victim's) with 3% noise, the ports in `marking` marking 2% of their
+  // packets, then one poll and an evaluation.
+  void Second(int s, const std::set<std::string>& sending, double busbw, const std::set<std::string>& marking) {
+    std::normal_distribution<double> noise(0, 0.03);
+    for (int k = 0; k < 30; ++k) {
+      const int64_t ts = kT0 + s * kSecond + k * 30'000;
+      for (const std::string& id : sending) {
+        v1::TelemetryBatch batch = Collectives(ts, ++seq_[id], 2, 4000, id == "4711" ? busbw : 100);
+        for (auto& rec : *batch.mutable_collectives()) {
+          rec.set_job(id);
+          rec.set_host(id == "4711" ? (rec.rank() == 0 ? "z1-r01-h1" : "z1-r02-h1")
+                                    : (rec.rank() == 0 ? "z1-r01-h2" : "z1-r02-h2"));
+          rec.set_busbw_gbs(rec.busbw_gbs() * (1 + noise(rng_)));
+        }
+        detectors_.Observe(batch);
+      }
+    }
+    for (const char* port : {"z1-rtsw01/Ethernet8", "z1-rtsw02/Ethernet8", "z1-ctsw01/Ethernet0",
+                             "z1-ctsw01/Ethernet4", "z1-rtsw01/Ethernet0"}) {
+      fabric_.Add(v1::SCOPE_QUEUE, port, "queue_tx_packets", 1'000'000, std::nullopt, 3);
+      if (marking.count(port))
+        fabric_.Add(v1::SCOPE_QUEUE, port, "queue_ecn_marked_packets", 20'000, std::nullopt, 3);
+    }
+    Step(s);
+  }
+  const v1::Anomaly* Contention() {
+    for (const auto& [id, a] : all_)
+      if (a.kind() == "job_contention") return &all_[id];
+    return nullptr;
+  }
+  std::map<std::string, uint64_t> seq_;
+  std::mt19937_64 rng_{7};
+};
+
+TEST_F(ContentionTest, ANewcomerOnTheSlowedJobsCongestedLinksIsNamed) {
+  context_.running_jobs = {Job("4711", {"z1-r01-h1", "z1-r02-h1"}, kT0)};
+  for (int s = 0; s < 60; ++s) Second(s, {"4711"}, 144, {});
+  // Job 4712 starts at 60 s on the other hosts of the same racks; the
+  // shared uplink and downlink queue and mark, and 4711 runs 25% slower.
+  context_.running_jobs.push_back(Job("4712", {"z1-r01-h2", "z1-r02-h2"}, kT0 + 60 * kSecond));
+  const std::set<std::string> shared(std::begin(kShared), std::end(kShared));
+  for (int s = 60; s < 75; ++s) Second(s, {"4711", "4712"}, 108, shared);
+  ASSERT_NE(Active("busbw_regression", "4711"), nullptr);
+  const v1::Anomaly* a = Contention();
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->entity(), "4712") << "the neighbour";
+  EXPECT_EQ(a->job(), "4711") << "the job it slows, whose diagnosis shows it";
+  EXPECT_NEAR(static_cast<double>(a->start_us() - (kT0 + 60 * kSecond)) / kSecond, 0, 2) << a->ShortDebugString();
+  std::set<std::string> named;
+  for (const auto& ev : a->evidence())
+    if (ev.counter() == "queue_ecn_marked_packets") named.insert(ev.entity());
+  EXPECT_EQ(named, shared) << a->summary();
+  EXPECT_NE(a->summary().find("job 4711 is slowed by job 4712"), std::string::npos) << a->summary();
+  // The neighbour leaves, the job recovers, the finding clears.
+  context_.running_jobs.pop_back();
+  for (int s = 75; s < 90; ++s) Second(s, {"4711"}, 144, {});
+  EXPECT_EQ(Active("job_contention"), nullptr);
+}
+
+TEST_F(ContentionTest, ANeighbourThatRanLongBeforeTheSlowdownIsNotBlamed) {
+  context_.running_jobs = {Job("4711", {"z1-r01-h1", "z1-r02-h1"}, kT0),
+                           Job("4712", {"z1-r01-h2", "z1-r02-h2"}, kT0)};
+  for (int s = 0; s < 60; ++s) Second(s, {"4711", "4712"}, 144, {});
+  const std::set<std::string> shared(std::begin(kShared), std::end(kShared));
+  for (int s = 60; s < 75; ++s) Second(s, {"4711", "4712"}, 108, shared);
+  ASSERT_NE(Active("busbw_regression", "4711"), nullptr);
+  EXPECT_EQ(Contention(), nullptr) << Contention()->summary();
+}
+
+TEST_F(ContentionTest, CongestionOnlyOnTheSlowedJobsOwnLinksIsNoContention) {
+  context_.running_jobs = {Job("4711", {"z1-r01-h1", "z1-r02-h1"}, kT0)};
+  for (int s = 0; s < 60; ++s) Second(s, {"4711"}, 144, {});
+  context_.running_jobs.push_back(Job("4712", {"z1-r01-h2", "z1-r02-h2"}, kT0 + 60 * kSecond));
+  // Only the downlink to 4711's own NIC marks: 4712's paths do not cross it.
+  for (int s = 60; s < 75; ++s) Second(s, {"4711", "4712"}, 108, {"z1-rtsw01/Ethernet0"});
+  ASSERT_NE(Active("busbw_regression", "4711"), nullptr);
+  EXPECT_EQ(Contention(), nullptr) << Contention()->summary();
+}
+
+TEST_F(ContentionTest, CongestionAFaultExplainsIsNoContention) {
+  context_.running_jobs = {Job("4711", {"z1-r01-h1", "z1-r02-h1"}, kT0)};
+  for (int s = 0; s < 60; ++s) Second(s, {"4711"}, 144, {});
+  context_.running_jobs.push_back(Job("4712", {"z1-r01-h2", "z1-r02-h2"}, kT0 + 60 * kSecond));
+  for (int s = 60; s < 75; ++s) {
+    // The shared rack uplink corrupts frames as the neighbour arrives, and
+    // it is the one that queues.
+    fabric_.Add(v1::SCOPE_PORT, "z1-ctsw01/Ethernet0", "rx_fcs_errors", 5'000);
+    Second(s, {"4711", "4712"}, 108, {"z1-rtsw01/Ethernet8"});
+  }
+  ASSERT_NE(Active("link_errors"), nullptr);
+  EXPECT_EQ(Contention(), nullptr) << Contention()->summary();
+}
+
+// The switch agent's report of its versions (TelemetryBatch.components).
+v1::TelemetryBatch Versions(const std::string& agent, int64_t at_us, const std::string& os) {
+  v1::TelemetryBatch batch;
+  batch.set_agent_id(agent);
+  batch.set_created_us(at_us);
+  (*batch.mutable_components())["os"] = os;
+  (*batch.mutable_components())["rocefab-switchd"] = "0.9.0";
+  return batch;
+}
+
+class LatencyTest : public ContentionTest {
+ protected:
+  // 60 s healthy, then from 60 s the job 25% slower until 90 s, with the
+  // ports in `marking` marking; z1-ctsw01 reports `os_after` from 60 s.
+  void Run(const std::string& os_after, const std::set<std::string>& marking) {
+    context_.running_jobs = {Job("4711", {"z1-r01-h1", "z1-r02-h1"}, kT0)};
+    detectors_.Observe(Versions("z1-ctsw01", kT0, "lab-1.0"));
+    for (int s = 0; s < 60; ++s) Second(s, {"4711"}, 144, {"z1-rtsw01/Ethernet8"});
+    detectors_.Observe(Versions("z1-ctsw01", kT0 + 60 * kSecond, os_after));
+    for (int s = 60; s < 90; ++s) Second(s, {"4711"}, 108, marking);
+  }
+  const v1::Anomaly* Latency() {
+    for (const auto& [id, a] : all_)
+      if (a.kind() == "latency_regression") return &all_[id];
+    return nullptr;
+  }
+};
+
+TEST_F(LatencyTest, ASlowdownWithCleanCountersAfterASwitchUpgradeNamesTheSwitch) {
+  // The one queue that marked before marks no more than before.
+  Run("lab-2.3", {"z1-rtsw01/Ethernet8"});
+  ASSERT_NE(Active("busbw_regression", "4711"), nullptr);
+  const v1::Anomaly* a = Latency();
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->entity(), "z1-ctsw01");
+  EXPECT_EQ(a->job(), "4711");
+  EXPECT_GE(a->detected_us(), kT0 + 80 * kSecond) << "judged once the slowdown lasted 20 s";
+  bool change = false;
+  for (const auto& ev : a->evidence())
+    change |= ev.counter() == "component_change" && ev.note().find("os lab-1.0 -> lab-2.3") != std::string::npos;
+  EXPECT_TRUE(change) << a->ShortDebugString();
+  EXPECT_EQ(Contention(), nullptr);
+}
+
+TEST_F(LatencyTest, NothingChangedIsNoFinding) {
+  Run("lab-1.0", {"z1-rtsw01/Ethernet8"});
+  ASSERT_NE(Active("busbw_regression", "4711"), nullptr);
+  EXPECT_EQ(Latency(), nullptr) << Latency()->summary();
+}
+
+TEST_F(LatencyTest, CongestionThatRoseIsNoLatencyRegression) {
+  // Both uplink and downlink now mark: congestion moved, whatever changed.
+  Run("lab-2.3", {"z1-rtsw01/Ethernet8", "z1-ctsw01/Ethernet4", "z1-rtsw02/Ethernet8"});
+  ASSERT_NE(Active("busbw_regression", "4711"), nullptr);
+  EXPECT_EQ(Latency(), nullptr) << Latency()->summary();
+}
+
 TEST(DetectorSettingsTest, DefaultsAndEveryProblemReported) {
   auto defaults = ResolveDetectorSettings(v1::DetectorConfig());
   ASSERT_TRUE(defaults.ok());

@@ -22,7 +22,7 @@ double BaseConfidence(const std::string& kind) {
   static const std::map<std::string, double> kBase = {
       {"link_down", 0.95},   {"pfc_storm", 0.92},     {"link_flap", 0.9},   {"link_errors", 0.88},
       {"link_degraded", 0.88}, {"ecn_misconfig", 0.88}, {"lossless_drops", 0.85}, {"straggler", 0.85},
-      {"buffer_threshold_drops", 0.88}, {"ecmp_imbalance", 0.6},
+      {"buffer_threshold_drops", 0.88}, {"ecmp_imbalance", 0.6}, {"job_contention", 0.8},
       {"ecn_hotspot", 0.7},  {"silent_loss", 0.55},   {"config_drift", 0.45}, {"pfc_pause", 0.4},
       {"buffer_high", 0.3},
   };
@@ -367,6 +367,15 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
   }
   RankFindings(findings);
   for (auto& f : findings) *out.add_findings() = std::move(f);
+
+  // What changed: versions changed from 30 minutes before the window's
+  // start or its first degraded interval, whichever is earlier, to the
+  // window's end.
+  const int64_t changes_from_us =
+      (out.degraded_size() > 0 ? std::min(out.degraded(0).start_us(), in.window_start_us) : in.window_start_us) -
+      1800LL * 1'000'000;
+  for (const v1::ComponentChange& c : in.component_changes)
+    if (c.at_us() >= changes_from_us && c.at_us() <= in.window_end_us) *out.add_changes() = c;
 
   const v1::Finding* top = TopFinding(out);
   if (top) out.set_playbook(top->playbook());

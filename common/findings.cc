@@ -48,7 +48,9 @@ std::string Percent(double confidence) { return StrCat(static_cast<int>(confiden
 // before the window and still lasts, says so: a short window must not make
 // an old cause look absent or new.
 std::string Cause(const v1::Finding& f, int64_t window_start_us) {
-  std::string text = StrCat(f.kind(), " on ", f.entity(), " (confidence ", Percent(f.confidence()));
+  // A neighbour is a job, not an element of the fabric.
+  std::string text = StrCat(f.kind(), f.kind() == "job_contention" ? " from job " : " on ", f.entity(),
+                            " (confidence ", Percent(f.confidence()));
   if (f.start_us() < window_start_us && f.end_us() == 0)
     StrAppend(&text, ", ongoing since ", FormatUtcTimeOfDay(f.start_us()), ", before the window");
   return StrCat(text, ")");
@@ -92,7 +94,8 @@ std::string Micros(double us) {
 
 bool IsLevelEvidence(const std::string& counter) {
   return counter == "busbw_gbs" || counter == "coll_busbw_gbs" || counter == "coll_exec_time_us" ||
-         counter == "seconds_since_last_collective" || counter == "applied_generation";
+         counter == "seconds_since_last_collective" || counter == "applied_generation" || counter == "job_arrival_s" ||
+         counter == "component_change" || counter == "path_ecn_marks_per_s";
 }
 
 std::string FormatEvidence(const v1::Evidence& ev) {
@@ -107,6 +110,17 @@ std::string FormatEvidence(const v1::Evidence& ev) {
   } else if (c == "seconds_since_last_collective") {
     std::snprintf(buf, sizeof buf, "%.0f s without a completed collective", ev.peak_rate());
     line += buf;
+  } else if (c == "job_arrival_s") {
+    std::snprintf(buf, sizeof buf, "arrived %.1f s %s the slowdown began", std::fabs(ev.peak_rate()),
+                  ev.peak_rate() >= 0 ? "before" : "after");
+    line += buf;
+  } else if (c == "component_change") {
+    std::snprintf(buf, sizeof buf, " (%.0f s %s the slowdown began)", std::fabs(ev.peak_rate()),
+                  ev.peak_rate() >= 0 ? "before" : "after");
+    return StrCat(ev.entity(), " changed ", ev.note(), buf);
+  } else if (c == "path_ecn_marks_per_s") {
+    StrAppend(&line, Si(ev.peak_rate(), " marks/s"), " on its paths now vs ", Si(ev.total(), " marks/s"),
+              " before the slowdown: congestion did not rise");
   } else if (c == "controller_audit") {
     return StrCat(ev.entity(), " changed by an operator", ev.note().empty() ? "" : StrCat(" (", ev.note(), ")"));
   } else if (c == "applied_generation") {

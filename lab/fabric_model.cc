@@ -132,7 +132,22 @@ absl::Status FabricModel::Init(std::shared_ptr<const Topology> topology,
     active.end_s = fault.duration_s() > 0 ? fault.at_s() + fault.duration_s() : 1e18;
     faults_.push_back(active);
   }
-  return PlaceJobs(scenario);
+  if (auto status = PlaceJobs(scenario); !status.ok()) return status;
+  // A noisy neighbour names two jobs of the scenario, the one that runs
+  // while the fault lasts and the one it slows.
+  for (const ActiveFault& fault : faults_) {
+    if (fault.spec.kind() != v1::FAULT_KIND_JOB_CONTENTION) continue;
+    auto job_named = [&](const std::string& id) {
+      for (const Job& job : jobs_)
+        if (job.spec.id() == id) return true;
+      return false;
+    };
+    const std::string prefix = StrCat("fault FAULT_KIND_JOB_CONTENTION target '", fault.spec.target(), "': ");
+    if (!job_named(fault.spec.target())) return absl::InvalidArgumentError(StrCat(prefix, "must be a job id of the scenario"));
+    if (!job_named(fault.spec.victim()) || fault.spec.victim() == fault.spec.target())
+      return absl::InvalidArgumentError(StrCat(prefix, "victim '", fault.spec.victim(), "' must be another job of the scenario"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status FabricModel::CheckFaultTarget(const v1::FaultSpec& fault) const {
@@ -160,6 +175,12 @@ absl::Status FabricModel::CheckFaultTarget(const v1::FaultSpec& fault) const {
     case v1::FAULT_KIND_ECMP_SKEW:
       if (!switch_index_.count(t)) return bad("must be a switch");
       return absl::OkStatus();
+    case v1::FAULT_KIND_LATENCY_REGRESSION:
+      if (!switch_index_.count(t)) return bad("must be a switch");
+      if (fault.added_latency_us() < 0 || fault.added_latency_us() > 1e6)
+        return bad("added_latency_us must be in [0, 1e6]");
+      if (fault.os_version().size() > 128) return bad("os_version is longer than 128 characters");
+      return absl::OkStatus();
     case v1::FAULT_KIND_ECN_MISCONFIG:
       if (switch_index_.count(t)) return absl::OkStatus();
       if (auto it = port_index_.find(t); it != port_index_.end() && ports_[it->second].sw >= 0)
@@ -172,6 +193,8 @@ absl::Status FabricModel::CheckFaultTarget(const v1::FaultSpec& fault) const {
         return bad("must be a GPU, host/gpuN");
       return absl::OkStatus();
     }
+    case v1::FAULT_KIND_JOB_CONTENTION:
+      return absl::OkStatus();  // a job of the scenario: checked once the jobs are placed
     default: return bad("unknown fault kind");
   }
 }
@@ -970,7 +993,7 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
       continue;
     }
     status.stalled = false;
-    const double comm = per_conn_bytes / min_rate + steps * (k_.step_latency_s + grant_wait_s);
+    const double comm = per_conn_bytes / min_rate + steps * (k_.step_latency_s + grant_wait_s + job.added_latency_s);
     const double iteration = comm + job.spec.compute_ms() / 1e3 + job.straggler_delay_s;
     duty[j] = comm / iteration;
     const double before = job.progress;
@@ -1115,16 +1138,51 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
 
 void FabricModel::Step(double dt, std::vector<CollectiveRecord>* records) {
   for (size_t j = 0; j < jobs_.size(); ++j) {
-    const bool running = now_s_ >= jobs_[j].spec.start_s();
+    bool running = now_s_ >= jobs_[j].spec.start_s();
+    // A noisy neighbour runs while its fault lasts.
+    for (const ActiveFault& fault : faults_)
+      if (fault.spec.kind() == v1::FAULT_KIND_JOB_CONTENTION && fault.spec.target() == jobs_[j].spec.id())
+        running = now_s_ >= fault.start_s && now_s_ < fault.end_s;
     if (running != job_status_[j].running) routes_dirty_ = true;
     job_status_[j].running = running;
   }
   ApplyFaults();
   if (routes_dirty_) Reroute();
+  AddLatency();
   ComputeRates();
   RecordCollisions(dt);
   Accumulate(dt, records);
   now_s_ += dt;
+}
+
+void FabricModel::AddLatency() {
+  std::vector<double> added(switches_.size(), 0);
+  bool any = false;
+  for (const ActiveFault& fault : faults_)
+    if (fault.active && fault.spec.kind() == v1::FAULT_KIND_LATENCY_REGRESSION) {
+      added[switch_index_.at(fault.spec.target())] +=
+          (fault.spec.added_latency_us() > 0 ? fault.spec.added_latency_us() : 20) / 1e6;
+      any = true;
+    }
+  for (Job& job : jobs_) job.added_latency_s = 0;
+  if (!any) return;
+  // A step waits for its slowest connection: the most the added latency
+  // delays any of the job's flows, summed over the switches it crosses.
+  for (const Flow& f : flows_) {
+    double sum = 0;
+    for (int ch : f.path)
+      if (const int sw = ports_[channels_[ch].from].sw; sw >= 0) sum += added[static_cast<size_t>(sw)];
+    jobs_[f.job].added_latency_s = std::max(jobs_[f.job].added_latency_s, sum);
+  }
+}
+
+std::string FabricModel::SwitchOsVersion(int sw) const {
+  std::string version = "lab-1.0";
+  for (const ActiveFault& fault : faults_)
+    if (fault.active && fault.spec.kind() == v1::FAULT_KIND_LATENCY_REGRESSION &&
+        switch_index_.at(fault.spec.target()) == sw)
+      version = fault.spec.os_version().empty() ? "lab-2.0" : fault.spec.os_version();
+  return version;
 }
 
 void FabricModel::RecordCollisions(double dt) {

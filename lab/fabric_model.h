@@ -186,6 +186,9 @@ class FabricModel final {
   void SetAppliedConfig(const v1::SwitchConfig& config);
   const SwitchQos& switch_qos(int sw) const { return qos_[sw]; }
   int SwitchIndex(const std::string& name) const;
+  // The image switch `sw` reports: "lab-1.0", or a latency_regression's
+  // os_version while it lasts.
+  std::string SwitchOsVersion(int sw) const;
   // The share of the tick a channel's receiver asked it to pause (the PFC
   // frames on the wire), whether or not its sender obeyed.
   double ChannelPauseRequested(int channel) const { return channels_[channel].request; }
@@ -230,6 +233,7 @@ class FabricModel final {
     std::vector<double> conn_stall_until;  // per connection: QPs waiting out a timeout
     double straggler_delay_s = 0;
     bool cts = false;  // receiver-driven admission instead of DCQCN
+    double added_latency_s = 0;  // latency_regression: what each step waits more
   };
   struct SwitchState {
     std::string name;
@@ -249,6 +253,7 @@ class FabricModel final {
   void ApplyFaults();
   void Reroute();
   void ComputeRates();
+  void AddLatency();
   void RecordCollisions(double dt);
   void Accumulate(double dt, std::vector<CollectiveRecord>* records);
   int PickChannel(int sw, const std::vector<int>& candidates, int src, int dst,

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 #include <set>
 
@@ -262,6 +263,59 @@ TEST(FabricModel, BusBwNearIdealWithoutContention) {
   EXPECT_NEAR(job.ideal_busbw_gbs, 50.0 * 7 / 1, 50.0 * 7 * 0.05);
 }
 
+TEST(FabricModel, ANoisyNeighbourRunsWhileItsFaultLastsAndSlowsTheJobWhoseUplinksItShares) {
+  // Job 1 on the first host of every rack, job 2 (AllToAll) on the second:
+  // every rack uplink carries both. Job 2 runs from 2 s to 4 s only.
+  auto model = Model(R"(
+jobs:
+  - {id: "1", num_hosts: 4, placement: spread, qps_per_connection: 4}
+  - {id: "2", num_hosts: 4, placement: spread, collective: all_to_all, message_bytes: 1073741824,
+     qps_per_connection: 4, compute_ms: 2, start_s: 100}
+faults: [{kind: job_contention, target: "2", victim: "1", at_s: 2, duration_s: 2}]
+)",
+                     Fabric(4, 2, 4, 1));
+  ASSERT_NE(model, nullptr);
+  std::map<double, std::pair<bool, double>> seen;  // time -> (job 2 running, job 1 busbw)
+  for (int i = 0; i < 12; ++i) {
+    model->Step(0.5, nullptr);
+    seen[model->now_s()] = {model->jobs()[1].running, model->jobs()[0].busbw_gbs};
+  }
+  EXPECT_FALSE(seen[1.5].first) << "its start_s is ignored: the fault starts it";
+  EXPECT_TRUE(seen[2.5].first && seen[3.5].first);
+  EXPECT_FALSE(seen[4.5].first) << "it stops when the fault ends";
+  const double alone = seen[1.5].second, shared = seen[3.5].second;
+  EXPECT_LT(shared, 0.9 * alone) << "alone " << alone << " GB/s, beside the neighbour " << shared;
+  EXPECT_NEAR(seen[6.0].second, alone, 0.02 * alone) << "it recovers once the neighbour is gone";
+}
+
+TEST(FabricModel, ALatencyRegressionSlowsTheJobsThroughTheSwitchAndMovesNoQueue) {
+  // Job 1 spread over the racks crosses z1-ctsw01; job 2, inside one rack,
+  // crosses no CTSW.
+  auto model = Model(R"(
+jobs:
+  - {id: "1", num_hosts: 3, placement: spread, qps_per_connection: 4}
+  - {id: "2", hosts: [z1-r04-h1, z1-r04-h2]}
+faults: [{kind: latency_regression, target: z1-ctsw01, at_s: 2, added_latency_us: 500, os_version: lab-2.3}]
+)");
+  ASSERT_NE(model, nullptr);
+  const int ctsw = model->SwitchIndex("z1-ctsw01");
+  std::map<double, std::array<double, 2>> busbw;
+  double deepest_before = 0, deepest_after = 0;
+  for (int i = 0; i < 8; ++i) {
+    model->Step(0.5, nullptr);
+    busbw[model->now_s()] = {model->jobs()[0].busbw_gbs, model->jobs()[1].busbw_gbs};
+    for (const PortState& p : model->ports())
+      if (p.sw >= 0) (model->now_s() <= 2 ? deepest_before : deepest_after) =
+                         std::max(model->now_s() <= 2 ? deepest_before : deepest_after, p.c.queue_depth_bytes);
+    if (model->now_s() == 1.5) EXPECT_EQ(model->SwitchOsVersion(ctsw), "lab-1.0");
+  }
+  EXPECT_EQ(model->SwitchOsVersion(ctsw), "lab-2.3");
+  EXPECT_EQ(model->SwitchOsVersion(model->SwitchIndex("z1-ctsw02")), "lab-1.0");
+  EXPECT_LT(busbw[3.5][0], 0.9 * busbw[1.5][0]) << "every ring step of job 1 waits at z1-ctsw01";
+  EXPECT_NEAR(busbw[3.5][1], busbw[1.5][1], 1e-9) << "job 2 never crosses it";
+  EXPECT_LE(deepest_after, deepest_before * 1.01 + 1) << "no queue grows: latency is not congestion";
+}
+
 TEST(FabricModel, RejectsBadJobsAndFaults) {
   auto topo = Fabric();
   for (const char* yaml : {
@@ -277,7 +331,17 @@ faults: [{kind: straggler, target: z1-r01-h1/mlx5_0}])",
            R"(jobs: [{id: "1", num_hosts: 2}]
 faults: [{kind: lossy_link, target: z1-r01-h1/mlx5_0, drop_rate: 1.5}])",
            R"(jobs: [{id: "1", num_hosts: 2}]
-faults: [{kind: ecn_misconfig, target: z1-r01-h1}])"}) {
+faults: [{kind: ecn_misconfig, target: z1-r01-h1}])",
+           R"(jobs: [{id: "1", num_hosts: 2}, {id: "2", num_hosts: 2}]
+faults: [{kind: job_contention, target: "3", victim: "1"}])",
+           R"(jobs: [{id: "1", num_hosts: 2}, {id: "2", num_hosts: 2}]
+faults: [{kind: job_contention, target: "2"}])",
+           R"(jobs: [{id: "1", num_hosts: 2}, {id: "2", num_hosts: 2}]
+faults: [{kind: job_contention, target: "2", victim: "2"}])",
+           R"(jobs: [{id: "1", num_hosts: 2}]
+faults: [{kind: latency_regression, target: z1-r01-h1}])",
+           R"(jobs: [{id: "1", num_hosts: 2}]
+faults: [{kind: latency_regression, target: z1-ctsw01, added_latency_us: -1}])"}) {
     EXPECT_FALSE(FabricModel::Create(topo, ScenarioFrom(yaml)).ok()) << yaml;
   }
 }

@@ -70,6 +70,7 @@ struct Healthy {
   // Switches whose uplinks carry traffic with no collision when healthy,
   // with the sum of their uplinks' peak utilizations.
   std::map<std::string, double> uplink_load_by_switch;
+  std::vector<double> busbw_by_job;  // at the survey's end
 };
 
 absl::StatusOr<Healthy> Survey(std::shared_ptr<const Topology> topology, v1::Scenario scenario) {
@@ -99,6 +100,7 @@ absl::StatusOr<Healthy> Survey(std::shared_ptr<const Topology> topology, v1::Sce
   }
   Healthy h;
   h.deepest_queue_by_switch = std::move(deepest_queue);
+  for (const JobStatus& job : m.jobs()) h.busbw_by_job.push_back(job.busbw_gbs);
   const Topology& topo = *topology;
   for (int link = 0; link < topo.proto().links_size(); ++link) {
     const size_t a = 2 * static_cast<size_t>(link), b = a + 1;
@@ -302,6 +304,102 @@ bool DrawFault(Draw& d, const Topology& topo, const Healthy& h, double duration_
   return false;
 }
 
+// A noisy neighbour: a new job on free hosts of the racks a running job
+// uses, so that its traffic shares that job's uplinks, that runs while the
+// fault lasts. Kept only when the model shows it slows the victim by 10% or
+// more (what an operator would call a slower job); the job is added to `s`.
+bool DrawContention(Draw& d, std::shared_ptr<const Topology> topology, const Healthy& h, uint64_t index,
+                    v1::Scenario* s, v1::FaultSpec* f) {
+  const v1::Topology& topo = topology->proto();
+  std::set<std::string> used;
+  std::vector<std::set<std::pair<std::string, uint32_t>>> job_racks(h.gpus_by_job.size());
+  for (size_t j = 0; j < h.gpus_by_job.size(); ++j)
+    for (const std::string& gpu : h.gpus_by_job[j]) {
+      const std::string host = EntityDevice(gpu);
+      used.insert(host);
+      if (const v1::TopoHost* th = topology->FindHost(host)) job_racks[j].insert({th->zone(), th->rack()});
+    }
+  std::vector<size_t> victims;
+  for (size_t j = 0; j < job_racks.size(); ++j)
+    if (job_racks[j].size() >= 2) victims.push_back(j);  // a job whose traffic leaves its racks
+  if (victims.empty()) return false;
+  const size_t victim = d.Pick(victims);
+  // Free hosts, those in the victim's racks first.
+  std::vector<const v1::TopoHost*> near, far;
+  for (const v1::TopoHost& host : topo.hosts()) {
+    if (used.count(host.name())) continue;
+    (job_racks[victim].count({host.zone(), host.rack()}) ? near : far).push_back(&host);
+  }
+  if (near.empty() || near.size() + far.size() < 2) return false;
+  std::vector<const v1::TopoHost*> hosts = near;
+  hosts.insert(hosts.end(), far.begin(), far.end());
+  hosts.resize(std::min<size_t>(hosts.size(), static_cast<size_t>(d.Int(2, 16))));
+  std::set<std::pair<std::string, uint32_t>> racks;
+  for (const v1::TopoHost* host : hosts) racks.insert({host->zone(), host->rack()});
+  if (racks.size() < 2) return false;  // its traffic would stay under one rack switch
+  v1::JobSpec noisy;
+  noisy.set_id(StrCat(6000 + index * 10 + 9));
+  noisy.set_name("gen-neighbour");
+  for (const v1::TopoHost* host : hosts) noisy.add_hosts(host->name());
+  // Communication-bound: large messages, little compute between them.
+  noisy.set_collective(d.Chance(0.7) ? v1::COLLECTIVE_ALL_TO_ALL : v1::COLLECTIVE_ALL_REDUCE);
+  noisy.set_message_bytes(1ULL << d.Int(28, 30));
+  noisy.set_qps_per_connection(static_cast<uint32_t>(d.Pick<int>({2, 4, 8, 16})));
+  noisy.set_compute_ms(std::round(d.Uniform(1, 5)));
+  // The model's word on whether it slows the victim: eight seconds of both
+  // against the healthy survey's iteration time.
+  v1::Scenario trial = *s;
+  trial.clear_faults();
+  *trial.add_jobs() = noisy;
+  auto model = FabricModel::Create(topology, trial);
+  if (!model.ok()) return false;
+  FabricModel& m = **model;
+  const int steps = static_cast<int>(8 / trial.tick_s());
+  uint64_t before = 0;
+  for (int i = 0; i < steps; ++i) {
+    if (i == steps / 2) before = m.jobs()[victim].completed;
+    m.Step(trial.tick_s(), nullptr);
+  }
+  const uint64_t done = m.jobs()[victim].completed - before;
+  const auto healthy_step = h.step_s_by_gpu.find(h.gpus_by_job[victim].front());
+  if (healthy_step == h.step_s_by_gpu.end()) return false;
+  const double step_s = done > 0 ? (steps - steps / 2) * trial.tick_s() / static_cast<double>(done) : 1e9;
+  if (1 - healthy_step->second / step_s < 0.1) return false;
+  *s->add_jobs() = noisy;
+  f->Clear();
+  f->set_kind(v1::FAULT_KIND_JOB_CONTENTION);
+  f->set_target(noisy.id());
+  f->set_victim(s->jobs(static_cast<int>(victim)).id());
+  return true;
+}
+
+// A switch image that adds latency (latency_regression): on a switch that
+// carries the jobs' traffic, kept only when the model shows a job's busbw
+// at least 10% lower with it.
+bool DrawLatency(Draw& d, std::shared_ptr<const Topology> topology, const Healthy& h, const v1::Scenario& s,
+                 v1::FaultSpec* f) {
+  std::set<std::string> switches;
+  for (const auto& [tier, links] : h.loaded_links)
+    for (int link : links)
+      for (const std::string* end : {&topology->proto().links(link).a(), &topology->proto().links(link).b()})
+        if (topology->FindSwitch(EntityDevice(*end)) != nullptr) switches.insert(EntityDevice(*end));
+  if (switches.empty()) return false;
+  f->Clear();
+  f->set_kind(v1::FAULT_KIND_LATENCY_REGRESSION);
+  f->set_target(d.Pick(std::vector<std::string>(switches.begin(), switches.end())));
+  f->set_added_latency_us(std::round(d.LogUniform(10, 200)));
+  f->set_os_version(StrCat("lab-2.", d.Int(1, 9)));
+  v1::Scenario trial = s;
+  trial.clear_faults();
+  *trial.add_faults() = *f;
+  auto model = FabricModel::Create(topology, trial);
+  if (!model.ok()) return false;
+  for (int i = 0; i < static_cast<int>(4 / trial.tick_s()); ++i) (*model)->Step(trial.tick_s(), nullptr);
+  for (size_t j = 0; j < h.busbw_by_job.size() && j < (*model)->jobs().size(); ++j)
+    if (h.busbw_by_job[j] > 0 && (*model)->jobs()[j].busbw_gbs <= 0.9 * h.busbw_by_job[j]) return true;
+  return false;
+}
+
 }  // namespace
 
 std::string TargetTier(const Topology& topology, const std::string& target) {
@@ -332,7 +430,16 @@ absl::StatusOr<v1::Scenario> GenerateScenario(const GenerateOptions& options, in
   auto topology = TopologyForScenario(s, "");
   if (!topology.ok()) return topology.status();
   const uint32_t hosts = static_cast<uint32_t>((*topology)->proto().hosts_size());
-  DrawJobs(d, hosts, static_cast<uint64_t>(index), &s);
+  // One scenario in ten has a noisy neighbour as its first fault: its jobs
+  // leave half the hosts free for it. Those draws come from their own
+  // stream, so that the other scenarios are what the other kinds alone give.
+  Draw contention(Mix(options.seed * 0x100000001b3ULL + static_cast<uint64_t>(index) + 0x6e6f697379ULL));
+  const bool want_contention = contention.Chance(0.1);
+  // As often, a switch image that adds latency (from the same stream).
+  const bool want_latency = !want_contention && contention.Chance(0.11);
+  DrawJobs(d, want_contention ? std::max<uint32_t>(2, hosts / 2) : hosts, static_cast<uint64_t>(index), &s);
+  // Its victim spread over racks, so that their other hosts are free.
+  if (want_contention && s.jobs_size() > 0) s.mutable_jobs(0)->set_placement("spread");
   auto healthy = Survey(*topology, s);
   if (!healthy.ok()) return healthy.status();
 
@@ -340,7 +447,22 @@ absl::StatusOr<v1::Scenario> GenerateScenario(const GenerateOptions& options, in
   Taken taken;
   for (size_t i = 0; i < faults; ++i) {
     v1::FaultSpec f;
-    if (!DrawFault(d, **topology, *healthy, options.duration_s, &taken, &f)) break;
+    bool drawn = false;
+    for (int attempt = 0; i == 0 && want_contention && attempt < 8 && !drawn; ++attempt)
+      drawn = DrawContention(contention, *topology, *healthy, static_cast<uint64_t>(index), &s, &f);
+    for (int attempt = 0; i == 0 && want_latency && attempt < 8 && !drawn; ++attempt)
+      if ((drawn = DrawLatency(contention, *topology, *healthy, s, &f))) taken.devices.insert(f.target());
+    if (drawn && f.kind() == v1::FAULT_KIND_LATENCY_REGRESSION) {
+      // An image stays until the next upgrade: to the end of the run, early
+      // enough that the slowdown lasts past the detector's settling time.
+      f.set_at_s(std::round(contention.Uniform(15, 25)));
+    } else if (drawn) {
+      f.set_at_s(std::round(contention.Uniform(15, 30)));
+      if (contention.Chance(0.5))
+        f.set_duration_s(std::round(contention.Uniform(12, std::max(13.0, options.duration_s - f.at_s() - 5))));
+    } else if (!DrawFault(d, **topology, *healthy, options.duration_s, &taken, &f)) {
+      break;
+    }
     // Later faults overlap the first one.
     if (i > 0) {
       const v1::FaultSpec& first = s.faults(0);

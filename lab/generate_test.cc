@@ -14,6 +14,12 @@
 namespace rocefab::lab {
 namespace {
 
+uint64_t JobCompleted(const FabricModel& model, const std::string& id) {
+  for (const JobStatus& job : model.jobs())
+    if (job.id == id) return job.completed;
+  return 0;
+}
+
 TEST(Generate, TheSameSeedAndIndexGiveTheSameScenarioWhateverTheCount) {
   GenerateOptions a{.seed = 11, .count = 3};
   GenerateOptions b{.seed = 11, .count = 50};
@@ -57,13 +63,90 @@ TEST(Generate, ASampleCoversKindsTiersOverlapsCollectivesAndSizes) {
       EXPECT_TRUE(devices.insert(EntityDevice(f.target())).second) << s->name() << ": two faults on one device";
     }
   }
-  EXPECT_EQ(kinds.size(), 9u) << ::testing::PrintToString(kinds);
+  EXPECT_EQ(kinds.size(), 11u) << ::testing::PrintToString(kinds);
   EXPECT_GE(tiers.size(), 4u) << ::testing::PrintToString(tiers);
   EXPECT_EQ(collectives.size(), 4u);
   EXPECT_GE(host_counts.size(), 3u);
   EXPECT_EQ(polls.size(), 3u);
   EXPECT_GT(clean, 0);
   EXPECT_GT(overlapping, 5);
+}
+
+// A noisy neighbour is drawn only where the model shows it slowing its
+// victim by 10% or more: run each one drawn with and without the neighbour.
+TEST(Generate, ANoisyNeighbourIsDrawnOnlyWhereTheModelShowsItSlowingItsVictim) {
+  int drawn = 0;
+  for (int i = 0; i < 120 && drawn < 3; ++i) {
+    auto s = GenerateScenario({.seed = 1}, i);
+    ASSERT_TRUE(s.ok()) << i << ": " << s.status();
+    if (s->faults().empty() || s->faults(0).kind() != v1::FAULT_KIND_JOB_CONTENTION) continue;
+    ++drawn;
+    const v1::FaultSpec& f = s->faults(0);
+    ASSERT_NE(f.victim(), f.target()) << s->name();
+    auto topology = TopologyForScenario(*s, "");
+    ASSERT_TRUE(topology.ok());
+    // The victim's iterations per model second from 20 s after the fault
+    // starts, with and without it.
+    auto rate = [&](bool with) {
+      v1::Scenario run = *s;
+      run.clear_faults();
+      if (with) {
+        v1::FaultSpec* only = run.add_faults();
+        *only = f;
+        only->set_at_s(0);
+        only->clear_duration_s();
+      } else {
+        for (int j = 0; j < run.jobs_size(); ++j)
+          if (run.jobs(j).id() == f.target()) run.mutable_jobs()->DeleteSubrange(j, 1);
+      }
+      auto model = FabricModel::Create(*topology, run);
+      EXPECT_TRUE(model.ok()) << model.status();
+      uint64_t before = 0;
+      for (int k = 0; k < 16; ++k) {
+        if (k == 8) before = JobCompleted(**model, f.victim());
+        (*model)->Step(0.5, nullptr);
+      }
+      return static_cast<double>(JobCompleted(**model, f.victim()) - before);
+    };
+    const double alone = rate(false), beside = rate(true);
+    ASSERT_GT(alone, 0) << s->name();
+    EXPECT_LE(beside, 0.91 * alone) << s->name() << ": the victim alone " << alone << ", beside it " << beside;
+  }
+  EXPECT_GE(drawn, 1) << "no noisy neighbour among 120 scenarios of seed 1";
+}
+
+// A latency regression likewise: its switch slows a job by 10% or more.
+TEST(Generate, ALatencyRegressionIsDrawnOnlyWhereTheModelShowsItSlowingAJob) {
+  int drawn = 0;
+  for (int i = 0; i < 120 && drawn < 3; ++i) {
+    auto s = GenerateScenario({.seed = 1}, i);
+    ASSERT_TRUE(s.ok()) << i << ": " << s.status();
+    if (s->faults().empty() || s->faults(0).kind() != v1::FAULT_KIND_LATENCY_REGRESSION) continue;
+    ++drawn;
+    EXPECT_EQ(s->faults(0).duration_s(), 0) << s->name() << ": an image stays";
+    EXPECT_LE(s->faults(0).at_s(), 25) << s->name();
+    auto topology = TopologyForScenario(*s, "");
+    ASSERT_TRUE(topology.ok());
+    auto busbw = [&](bool with) {
+      v1::Scenario run = *s;
+      run.clear_faults();
+      if (with) {
+        *run.add_faults() = s->faults(0);
+        run.mutable_faults(0)->set_at_s(0);
+      }
+      auto model = FabricModel::Create(*topology, run);
+      EXPECT_TRUE(model.ok()) << model.status();
+      for (int k = 0; k < 8; ++k) (*model)->Step(0.5, nullptr);
+      std::vector<double> out;
+      for (const JobStatus& job : (*model)->jobs()) out.push_back(job.busbw_gbs);
+      return out;
+    };
+    const auto healthy = busbw(false), slowed = busbw(true);
+    bool bites = false;
+    for (size_t j = 0; j < healthy.size(); ++j) bites |= healthy[j] > 0 && slowed[j] <= 0.9 * healthy[j];
+    EXPECT_TRUE(bites) << s->name();
+  }
+  EXPECT_GE(drawn, 1) << "no latency regression among 120 scenarios of seed 1";
 }
 
 TEST(Generate, WrittenScenariosLoadAsScenarioFiles) {

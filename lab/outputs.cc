@@ -221,6 +221,7 @@ absl::Status OutputWriter::WriteCounters(int64_t now_us) {
     nlohmann::json doc = {
         {"switch", name},
         {"timestamp_us", now_us},
+        {"os_version", model_.SwitchOsVersion(model_.SwitchIndex(name))},
         {"ports", switch_ports.count(sw) ? switch_ports[sw] : nlohmann::json::object()},
         {"buffer_pools",
          {{"ingress_lossless_pool",

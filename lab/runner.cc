@@ -344,6 +344,7 @@ nlohmann::json TruthJson(const v1::Scenario& scenario, const FabricModel& model,
                       {"end_unix_us", f.end_s >= 1e17 ? nlohmann::json(nullptr)
                                                       : nlohmann::json(start_unix_us + static_cast<int64_t>(f.end_s * 1e6))},
                       {"happened", model.now_s() > f.start_s},
+                      {"victim", f.spec.victim()},
                       {"observed_until_s", end}});
   }
   nlohmann::json jobs = nlohmann::json::array();
@@ -564,9 +565,23 @@ int Run(const RunOptions& options) {
   std::vector<bool> policy_done(scenario->policy_changes_size(), false);
   // Jobs are registered with the collector as they start, as a Slurm prolog
   // would: a ranks file and `rocefab job start`.
-  std::vector<bool> registered(scenario->jobs_size(), false);
+  // A job that stops (a noisy neighbour whose fault ended) is ended as a
+  // Slurm epilog would: `rocefab job end`.
+  std::vector<bool> registered(scenario->jobs_size(), false), job_ended(scenario->jobs_size(), false);
   auto register_jobs = [&](const FabricModel& m) {
     for (size_t j = 0; j < m.jobs().size(); ++j) {
+      if (registered[j] && !job_ended[j] && !m.jobs()[j].running && options.daemons) {
+        job_ended[j] = true;
+        auto cli = Subprocess::Spawn({{options.bin_dir + "/rocefab", "--collector", daemons.grpc(), "job", "end",
+                                       m.jobs()[j].id},
+                                      daemons.CliEnv(),
+                                      options.run_dir + "/logs/job-end.out",
+                                      options.run_dir + "/logs/job-end.out"});
+        if (!cli.ok() || (*cli)->Wait() != 0)
+          std::printf("t=%6.1fs  JOB    ending job %s failed; see logs/job-end.out\n", m.now_s(),
+                      m.jobs()[j].id.c_str());
+        continue;
+      }
       if (registered[j] || !m.jobs()[j].running || !options.daemons) continue;
       registered[j] = true;
       const std::string ranks_path = StrCat(options.run_dir, "/logs/ranks-", m.jobs()[j].id, ".txt");
@@ -760,7 +775,7 @@ int Run(const RunOptions& options) {
       line = head;
       for (const JobStatus& job : m.jobs()) {
         char buf[160];
-        if (!job.running) std::snprintf(buf, sizeof buf, " job %s waiting", job.id.c_str());
+        if (!job.running) std::snprintf(buf, sizeof buf, " job %s %s", job.id.c_str(), job.completed > 0 ? "ended" : "waiting");
         else if (job.stalled) std::snprintf(buf, sizeof buf, " job %s STALLED (0 GB/s)", job.id.c_str());
         else
           std::snprintf(buf, sizeof buf, " job %s busbw %6.1f GB/s (%3.0f%% of ideal)", job.id.c_str(),

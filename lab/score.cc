@@ -51,6 +51,8 @@ bool FindingFitsFault(const std::string& fault_kind, const std::string& finding_
       {"nic_down", {"link_down"}},
       {"buffer_threshold", {"buffer_threshold_drops"}},
       {"ecmp_skew", {"ecmp_imbalance"}},
+      {"job_contention", {"job_contention"}},
+      {"latency_regression", {"latency_regression"}},
   };
   auto it = kFits.find(fault_kind);
   return it != kFits.end() && it->second.count(finding_kind) > 0;
@@ -130,6 +132,12 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
   struct Window {
     int64_t start, end;
     std::string target;
+    std::string victim;  // job_contention: the job it slows
+  };
+  // Whether a fault is on a job's paths: a fabric element the job crosses,
+  // or the neighbour of a contention that names the job its victim.
+  auto on_paths = [](const Window& w, const std::string& job, const collector::Footprint& fp) {
+    return w.victim.empty() ? JobCrosses(fp, w.target) : w.victim == job;
   };
   std::vector<Window> windows;
   const int64_t grace = static_cast<int64_t>(options.clear_grace_s * 1e6);
@@ -138,7 +146,8 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     const int64_t start = f.value("start_unix_us", int64_t{0});
     const int64_t end = f["end_unix_us"].is_null() ? run_start + static_cast<int64_t>(run_end_s * 1e6)
                                                    : f["end_unix_us"].get<int64_t>();
-    windows.push_back({start, end + grace, f.value("target", "")});
+    windows.push_back({start, end + grace, f.value("target", ""),
+                       f.value("kind", "") == "job_contention" ? f.value("victim", "") : ""});
   }
   size_t fault_index = 0;
   for (const auto& f : truth["faults"]) {
@@ -147,7 +156,7 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     FaultScore fs;
     fs.kind = f.value("kind", "");
     fs.target = f.value("target", "");
-    fs.tier = TargetTier(**topology, fs.target);
+    fs.tier = fs.kind == "job_contention" ? "job" : TargetTier(**topology, fs.target);
     fs.start_s = f.value("start_s", 0.0);
     const int64_t start = self.start;
     const int64_t end = self.end - grace;
@@ -169,7 +178,7 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
         in.anomalies.push_back(a);
     std::vector<std::pair<std::string, const collector::Footprint*>> judged;
     for (size_t j = 0; j < jobs->size(); ++j)
-      if (JobCrosses(footprints[j], fs.target)) judged.push_back({(*jobs)[j].id(), &footprints[j]});
+      if (on_paths(self, (*jobs)[j].id(), footprints[j])) judged.push_back({(*jobs)[j].id(), &footprints[j]});
     collector::Footprint everything;  // no topology: nothing is ruled out
     if (judged.empty()) judged.push_back({"", &everything});
     fs.top1 = true;
@@ -184,7 +193,7 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
       // first k findings: every root cause before any consequence.
       size_t overlapping = 0;
       for (const Window& w : windows)
-        if (w.start < in.window_end_us && w.end > start && (id.empty() || JobCrosses(*fp, w.target))) ++overlapping;
+        if (w.start < in.window_end_us && w.end > start && (id.empty() || on_paths(w, id, *fp))) ++overlapping;
       overlapping = std::max<size_t>(1, overlapping);
       bool found = false;
       for (int i = 0; i < d.findings_size() && static_cast<size_t>(i) < overlapping && !found; ++i) {
