@@ -63,4 +63,25 @@ TEST(BatchBuilder, RebootMarksReset) {
 }
 
 }  // namespace
+TEST(BatchBuilder, ComponentsGoOnTheFirstBatchAndAfterAChangeOnly) {
+  BatchBuilder b;
+  b.SetComponents({{"os", "lab-1.0"}, {"kernel", "6.1"}});
+  v1::TelemetryBatch first = b.NewBatch(1);
+  b.AttachComponents(&first);
+  EXPECT_EQ(first.components().size(), 2u);
+  EXPECT_EQ(first.components().at("os"), "lab-1.0");
+  v1::TelemetryBatch second = b.NewBatch(2);
+  b.SetComponents({{"os", "lab-1.0"}, {"kernel", "6.1"}});
+  b.AttachComponents(&second);
+  EXPECT_TRUE(second.components().empty()) << "unchanged";
+  b.SetComponents({{"os", "lab-2.3"}, {"kernel", "6.1"}});
+  v1::TelemetryBatch third = b.NewBatch(3);
+  b.AttachComponents(&third);
+  ASSERT_EQ(third.components().size(), 2u) << "the whole set after a change";
+  EXPECT_EQ(third.components().at("os"), "lab-2.3");
+  v1::TelemetryBatch again = b.NewBatch(4);
+  b.AttachComponents(&again, /*again=*/true);
+  EXPECT_EQ(again.components().size(), 2u) << "resent when asked, for a collector that restarted";
+}
+
 }  // namespace rocefab
