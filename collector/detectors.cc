@@ -712,7 +712,15 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   for (const Pause& p : pauses) {
     const std::string device = EntityDevice(p.e->entity);
     const bool nic = p.e->scope == v1::SCOPE_NIC;
-    const bool unbroken = p.unbroken;
+    // A switch pauses its senders because it cannot drain (a deep queue, a
+    // slow link, pauses from downstream), and what says so comes with its
+    // full readings. A run the fast path saw begin after the switch's last
+    // full reading is judged at its next one, so that a switch is never
+    // called a storm's origin before its own state was read. A NIC's own
+    // state (how much it is paused) comes with its fast readings.
+    const bool unbroken =
+        p.unbroken && (nic || static_cast<double>(p.e->ts_us) >
+                                  static_cast<double>(std::max(p.e->ts_us, p.e->fast_ts_us)) - p.unbroken_us);
     if (p.tx < s_.pause_ratio && p.storm_events == 0 && !unbroken) {
       victims.push_back(&p);
       continue;

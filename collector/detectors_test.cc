@@ -245,6 +245,24 @@ TEST_F(DetectorsTest, TheFastPathSeesAnUnbrokenPauseAsAStormWithinTwoReadings) {
   EXPECT_EQ(Count("pfc_storm"), 1) << "the switch port it pauses is not an origin";
 }
 
+// A switch pauses its senders when it cannot drain, and its full readings
+// say whether it can: a run the fast path saw begin after the switch's last
+// full reading waits for the next one before the switch is called an origin.
+TEST_F(DetectorsTest, ASwitchPortsUnbrokenRunIsJudgedAtItsNextFullReading) {
+  const std::string port = "z1-rtsw01/Ethernet0";
+  for (int s = 0; s <= 5; ++s) Step(s);
+  for (int tenth = 1; tenth <= 9; ++tenth) {
+    fabric_.Add(v1::SCOPE_PORT, port, "pfc_tx_pause_us", 100'000, 3);
+    detectors_.Observe(fabric_.Poll(kT0 + 5 * kSecond + tenth * 100'000, {port}));
+    for (const auto& a : detectors_.Evaluate(kT0 + 5 * kSecond + tenth * 100'000 + 1'000, context_)) all_[a.id()] = a;
+    EXPECT_EQ(Active("pfc_storm", port), nullptr) << "tenth " << tenth << ": its queues were read before the run began";
+  }
+  // The full reading: nothing on the switch explains the pause.
+  fabric_.Add(v1::SCOPE_PORT, port, "pfc_tx_pause_us", 100'000, 3);
+  Step(6);
+  EXPECT_NE(Active("pfc_storm", port), nullptr) << "judged with the switch's own state";
+}
+
 // Between the fast readings, the deltas wait for the next full reading: its
 // interval covers the whole second, so its pause share is the second's.
 TEST_F(DetectorsTest, AFullReadingAfterFastOnesSpansItsWholeInterval) {
