@@ -156,14 +156,21 @@ int RunAgents(const GlobalOptions& global, std::ostream& out, std::ostream& err)
     return 0;
   }
   Table table({"AGENT", "KIND", "CONNECTED", "LAST SEEN", "BATCHES", "SAMPLES", "SKIPPED",
-               "ERRORS", "RECONNECTS", "DROPPED"});
+               "ERRORS", "RECONNECTS", "DROPPED", "VERSION", "OS"});
+  // The agent's own version, and the switch image (a host's kernel).
+  auto component = [](const v1::AgentInfo& agent, std::initializer_list<const char*> names) {
+    for (const char* name : names)
+      if (auto it = agent.components().find(name); it != agent.components().end()) return it->second;
+    return std::string("-");
+  };
   for (const auto& agent : response.agents()) {
     table.AddRow({agent.agent_id(), AgentKindName(agent.kind()), agent.connected() ? "yes" : "no",
                   Ago(response.now_us(), agent.last_seen_us()), StrCat(agent.batches()),
                   StrCat(agent.samples()), StrCat(agent.health().skipped_values()),
                   StrCat(agent.health().parse_errors() + agent.health().source_errors()),
                   StrCat(agent.delivery().stream_failures()),
-                  StrCat(agent.delivery().dropped_overflow())});
+                  StrCat(agent.delivery().dropped_overflow()),
+                  component(agent, {"rocefab-hostd", "rocefab-switchd"}), component(agent, {"os", "kernel"})});
   }
   if (table.rows() == 0) {
     out << "no agents have reported to " << global.collector << " yet\n";

@@ -31,6 +31,9 @@ grpc::Status QueryService::ListAgents(grpc::ServerContext* context, const v1::Li
   if (!agents.ok()) return ToGrpc(agents.status());
   for (auto& agent : *agents) {
     agent.set_connected(agents_.IsConnected(agent.agent_id()));
+    if (components_ != nullptr)
+      for (const auto& [name, version] : components_->Current(agent.agent_id()))
+        (*agent.mutable_components())[name] = version;
     *response->add_agents() = std::move(agent);
   }
   response->set_now_us(clock_.NowUs());

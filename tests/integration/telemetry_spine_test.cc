@@ -196,6 +196,9 @@ TEST_F(TelemetrySpine, TwoHostAgentsReportAndTheCliShowsThem) {
     EXPECT_TRUE(agent["connected"].get<bool>());
     EXPECT_GT(std::stoull(agent["samples"].get<std::string>()), 0u);
     EXPECT_EQ(agent["kind"], "AGENT_KIND_HOST");
+    // The versions it reported with its first batch.
+    EXPECT_TRUE(agent["components"].contains("rocefab-hostd")) << agent.dump();
+    EXPECT_TRUE(agent["components"].contains("kernel")) << agent.dump();
   }
   EXPECT_EQ(agents["agents"][0]["agent_id"], "z1-r01-h1");
   EXPECT_GT(std::stoull(agents["agents"][0]["health"]["parse_errors"].get<std::string>()), 0u);  // the garbage file
@@ -213,7 +216,7 @@ TEST_F(TelemetrySpine, TwoHostAgentsReportAndTheCliShowsThem) {
       std::istringstream words(line);
       int cells = 0;
       for (std::string w; words >> w;) ++cells;
-      EXPECT_EQ(cells, 11) << line;
+      EXPECT_EQ(cells, 13) << line;
     }
   }
   // --top keeps the fastest-moving series: the NIC that just received 1 MB.
