@@ -995,7 +995,9 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
     status.stalled = false;
     const double comm = per_conn_bytes / min_rate + steps * (k_.step_latency_s + grant_wait_s + job.added_latency_s);
     const double iteration = comm + job.spec.compute_ms() / 1e3 + job.straggler_delay_s;
-    duty[j] = comm / iteration;
+    // The flows send for the communication share of the iteration; a
+    // latency_regression's extra wait at each step sends nothing.
+    duty[j] = (comm - steps * job.added_latency_s) / iteration;
     const double before = job.progress;
     job.progress += dt / iteration;
     const uint64_t done = static_cast<uint64_t>(job.progress) - static_cast<uint64_t>(before);
