@@ -1201,9 +1201,7 @@ void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std:
     bool explained = false;
     for (const Hit& h : *hits) {
       if (h.kind == "busbw_regression" || h.kind == "latency_regression" || h.kind == "ecmp_imbalance") continue;
-      const bool on_paths = !h.job.empty() ? h.job == id
-                                           : fp.ports.count(h.entity) || fp.devices.count(h.entity) ||
-                                                 (fp.hosts.count(EntityDevice(h.entity)) && fp.ports.count(h.entity));
+      const bool on_paths = !h.job.empty() ? h.job == id : fp.ports.count(h.entity) || fp.devices.count(h.entity);
       if (!on_paths) continue;
       const auto tracked = active_.find(h.Key());
       const int64_t began = tracked != active_.end() ? tracked->second.anomaly.start_us() : h.start_us;
