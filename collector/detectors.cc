@@ -1046,17 +1046,13 @@ void Detectors::DetectContention(const FabricContext& context, std::vector<Hit>*
   constexpr int64_t kContentionLeadUs = 10'000'000, kContentionLagUs = 10'000'000;
   const Topology* topo = context.topology.get();
   if (topo == nullptr || own_congested_.empty()) return;
-  std::map<std::string, int64_t> slowed;  // job -> earliest onset this round
-  std::map<std::string, double> drop;     // job -> its largest drop
+  const std::map<std::string, Slowdown> slowed = SlowedJobs(*hits);
+  if (slowed.empty()) return;
   // What a fabric fault explains: both ends of a faulty link, or the whole
   // switch of a switch-wide finding (its ECN or buffer profile).
   std::unordered_set<std::string> faulted_ports, faulted_devices;
   for (const Hit& h : *hits) {
-    if (h.kind == "busbw_regression") {
-      auto [it, fresh] = slowed.try_emplace(h.job, h.start_us);
-      if (!fresh) it->second = std::min(it->second, h.start_us);
-      drop[h.job] = std::max(drop[h.job], h.magnitude);
-    } else if (h.job.empty() && !IsConsequenceKind(h.kind) && h.kind != "ecn_hotspot" && h.kind != "ecmp_imbalance") {
+    if (h.job.empty() && !IsConsequenceKind(h.kind) && h.kind != "ecn_hotspot" && h.kind != "ecmp_imbalance") {
       if (h.entity.find('/') == std::string::npos) {
         faulted_devices.insert(h.entity);
         continue;
@@ -1065,8 +1061,6 @@ void Detectors::DetectContention(const FabricContext& context, std::vector<Hit>*
       if (const std::string peer = PeerPort(topo, h.entity); !peer.empty()) faulted_ports.insert(peer);
     }
   }
-  if (slowed.empty()) return;
-  auto footprint = [&](const v1::Job& job) -> const Footprint& { return JobPaths(topo, job); };
   auto arrival_us = [&](const v1::Job& job) {
     const auto seen = jobs_.find(job.id());
     return seen != jobs_.end() && seen->second.first_us > 0 ? seen->second.first_us : job.start_us();
@@ -1074,12 +1068,11 @@ void Detectors::DetectContention(const FabricContext& context, std::vector<Hit>*
   // Hits on a shared congested port are the contention's doing.
   std::vector<Hit> found;
   std::map<std::string, std::string> port_cause;  // port -> contention key
-  for (const auto& [victim_id, onset_us] : slowed) {
-    const v1::Job* victim = nullptr;
-    for (const v1::Job& job : context.running_jobs)
-      if (job.id() == victim_id) victim = &job;
+  for (const auto& [victim_id, slowdown] : slowed) {
+    const int64_t onset_us = slowdown.onset_us;
+    const v1::Job* victim = RunningJob(context, victim_id);
     if (victim == nullptr) continue;
-    const Footprint& mine = footprint(*victim);
+    const Footprint& mine = JobPaths(topo, *victim);
     std::vector<std::string> congested;  // on the victim's paths, switch ports, no fault there
     for (const auto& [port, c] : own_congested_)
       if (mine.ports.count(port) && topo->FindSwitch(EntityDevice(port)) != nullptr && !faulted_ports.count(port) &&
@@ -1093,7 +1086,7 @@ void Detectors::DetectContention(const FabricContext& context, std::vector<Hit>*
       if (other.id() == victim_id) continue;
       const int64_t arrived = arrival_us(other);
       if (arrived < onset_us - kContentionLeadUs || arrived > onset_us + kContentionLagUs) continue;
-      const Footprint& theirs = footprint(other);
+      const Footprint& theirs = JobPaths(topo, other);
       std::vector<std::string> shared;
       for (const std::string& port : congested)
         if (theirs.ports.count(port)) shared.push_back(port);
@@ -1106,7 +1099,7 @@ void Detectors::DetectContention(const FabricContext& context, std::vector<Hit>*
     std::sort(best_shared.begin(), best_shared.end(), [&](const std::string& a, const std::string& b) {
       return own_congested_.at(a).marks > own_congested_.at(b).marks;
     });
-    Hit h{"job_contention", best->id(), v1::SEVERITY_WARNING, std::clamp(drop[victim_id], 0.0, 1.0), onset_us};
+    Hit h{"job_contention", best->id(), v1::SEVERITY_WARNING, std::clamp(slowdown.drop, 0.0, 1.0), onset_us};
     h.job = victim_id;
     v1::Evidence arrival;
     arrival.set_entity(best->id());
@@ -1126,12 +1119,12 @@ void Detectors::DetectContention(const FabricContext& context, std::vector<Hit>*
                                 StrCat("on the paths of jobs ", victim_id, " and ", best->id(), "; ",
                                        c.packets > 0 ? Pct(c.marks / c.packets) : "0%", " of packets marked")));
       }
-      port_cause.try_emplace(port, StrCat("job_contention|", best->id(), "|", victim_id));
+      port_cause.try_emplace(port, h.Key());
     }
     h.summary = StrCat("job ", victim_id, " is slowed by job ", best->id(), "'s traffic: they share ", best_shared.size(),
                        " congested link(s) (", absl::StrJoin(shown, ", "), best_shared.size() > shown.size() ? ", ..." : "",
                        "), and job ", best->id(), " arrived as job ", victim_id, "'s busbw fell ",
-                       Pct(drop[victim_id]), "; no fault is on those links");
+                       Pct(slowdown.drop), "; no fault is on those links");
     found.push_back(std::move(h));
   }
   for (Hit& h : *hits)
@@ -1173,28 +1166,26 @@ void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std:
     if (state == jobs_.end()) continue;
     const Footprint& fp = JobPaths(topo, job);
     double marks = 0, packets = 0;
-    for (const auto& [port, c] : own_congested_)
-      if (fp.ports.count(port)) {
-        const double interval_s = IntervalUs(*c.e) / 1e6;
-        marks += c.marks / interval_s, packets += c.packets / interval_s;
-      }
+    auto add = [&](const Congested& c) {
+      const double interval_s = IntervalUs(*c.e) / 1e6;
+      marks += c.marks / interval_s, packets += c.packets / interval_s;
+    };
+    // Whichever of the two sets is smaller is walked.
+    if (own_congested_.size() <= fp.ports.size()) {
+      for (const auto& [port, c] : own_congested_)
+        if (fp.ports.count(port)) add(c);
+    } else {
+      for (const std::string& port : fp.ports)
+        if (auto it = own_congested_.find(port); it != own_congested_.end()) add(it->second);
+    }
     auto& history = state->second.congestion;
     history.push_back({now_us, marks, packets});
     while (!history.empty() && history.front().ts_us < now_us - kCongestionKeepUs) history.pop_front();
   }
-  std::map<std::string, int64_t> slowed;
-  std::map<std::string, double> drop;
-  for (const Hit& h : *hits)
-    if (h.kind == "busbw_regression") {
-      auto [it, fresh] = slowed.try_emplace(h.job, h.start_us);
-      if (!fresh) it->second = std::min(it->second, h.start_us);
-      drop[h.job] = std::max(drop[h.job], h.magnitude);
-    }
-  for (const auto& [id, onset_us] : slowed) {
+  for (const auto& [id, slowdown] : SlowedJobs(*hits)) {
+    const int64_t onset_us = slowdown.onset_us;
     if (now_us - onset_us < kLatencySettleUs) continue;
-    const v1::Job* job = nullptr;
-    for (const v1::Job& j : context.running_jobs)
-      if (j.id() == id) job = &j;
+    const v1::Job* job = RunningJob(context, id);
     if (job == nullptr) continue;
     const Footprint& fp = JobPaths(topo, *job);
     // Anything found on its paths since shortly before the onset explains it.
@@ -1230,7 +1221,7 @@ void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std:
     for (const v1::ComponentChange& c : changes)
       if (culprit == nullptr || std::abs(c.at_us() - onset_us) < std::abs(culprit->at_us() - onset_us)) culprit = &c;
     if (culprit == nullptr) continue;
-    Hit h{"latency_regression", culprit->device(), v1::SEVERITY_WARNING, std::clamp(drop[id], 0.0, 1.0), onset_us};
+    Hit h{"latency_regression", culprit->device(), v1::SEVERITY_WARNING, std::clamp(slowdown.drop, 0.0, 1.0), onset_us};
     h.job = id;
     constexpr size_t kShownChanges = 4;
     for (size_t i = 0; i < changes.size() && i < kShownChanges; ++i) {
@@ -1250,7 +1241,7 @@ void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std:
     quiet.set_peak_rate(now_marks);
     quiet.set_note("ECN marks per second on the congested queues of its paths, the minute before the onset and now");
     h.evidence.push_back(std::move(quiet));
-    h.summary = StrCat("job ", id, "'s busbw fell ", Pct(drop[id]), " with no congestion, loss or error on its paths; ",
+    h.summary = StrCat("job ", id, "'s busbw fell ", Pct(slowdown.drop), " with no congestion, loss or error on its paths; ",
                        culprit->device(), " changed ", culprit->component(), " from ",
                        culprit->from().empty() ? "(none)" : culprit->from(), " to ",
                        culprit->to().empty() ? "(none)" : culprit->to(), " at ", FormatUtcTimeOfDay(culprit->at_us()),
@@ -1356,8 +1347,24 @@ void Detectors::DetectDrift(int64_t now_us, const FabricContext& context, std::v
 }
 
 std::string Detectors::Hit::Key() const {
-  return kind == "job_contention" || kind == "latency_regression" ? StrCat(kind, "|", entity, "|", job)
-                                                                   : StrCat(kind, "|", entity);
+  return job.empty() || job == entity ? StrCat(kind, "|", entity) : StrCat(kind, "|", entity, "|", job);
+}
+
+std::map<std::string, Detectors::Slowdown> Detectors::SlowedJobs(const std::vector<Hit>& hits) {
+  std::map<std::string, Slowdown> out;
+  for (const Hit& h : hits) {
+    if (h.kind != "busbw_regression") continue;
+    auto [it, fresh] = out.try_emplace(h.job, Slowdown{h.start_us, h.magnitude});
+    it->second.onset_us = std::min(it->second.onset_us, h.start_us);
+    it->second.drop = std::max(it->second.drop, h.magnitude);
+  }
+  return out;
+}
+
+const v1::Job* Detectors::RunningJob(const FabricContext& context, const std::string& id) {
+  for (const v1::Job& job : context.running_jobs)
+    if (job.id() == id) return &job;
+  return nullptr;
 }
 
 void Detectors::Track(int64_t now_us, std::vector<Hit> hits) {
@@ -1425,11 +1432,10 @@ std::vector<v1::Anomaly> Detectors::Evaluate(int64_t now_us, const FabricContext
   DetectContention(context, &hits);
   DetectLatency(now_us, context, &hits);
   own_congested_.clear();  // it points into entities_
-  for (auto it = footprints_.begin(); it != footprints_.end();) {
-    bool running = false;
-    for (const v1::Job& job : context.running_jobs) running |= job.id() == it->first;
-    it = running ? std::next(it) : footprints_.erase(it);
-  }
+  std::set<std::string> running;
+  for (const v1::Job& job : context.running_jobs) running.insert(job.id());
+  for (auto it = footprints_.begin(); it != footprints_.end();)
+    it = running.count(it->first) ? std::next(it) : footprints_.erase(it);
   DetectDrift(now_us, context, &hits);
   for (auto& [key, t] : active_) t.changed = false;
   Track(now_us, std::move(hits));

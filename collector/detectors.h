@@ -206,10 +206,19 @@ class Detectors final {
     std::string cause_key;
     std::string job;
     int64_t clear_after_us = 0;  // 0: the default
-    // What tracks it: kind|entity; a contention also by the job it slows,
-    // since one neighbour can slow several.
+    // What tracks it: kind|entity, and the job when the hit is about one
+    // job but names something else (a neighbour or a switch can slow
+    // several jobs, each its own anomaly).
     std::string Key() const;
   };
+  // The jobs with a busbw_regression among `hits`: the earliest onset and
+  // the largest drop of each.
+  struct Slowdown {
+    int64_t onset_us = 0;
+    double drop = 0;
+  };
+  static std::map<std::string, Slowdown> SlowedJobs(const std::vector<Hit>& hits);
+  static const v1::Job* RunningJob(const FabricContext& context, const std::string& id);
   struct Tracked {
     v1::Anomaly anomaly;
     int64_t last_hit_us = 0;       // evaluation time

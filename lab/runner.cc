@@ -568,18 +568,21 @@ int Run(const RunOptions& options) {
   // A job that stops (a noisy neighbour whose fault ended) is ended as a
   // Slurm epilog would: `rocefab job end`.
   std::vector<bool> registered(scenario->jobs_size(), false), job_ended(scenario->jobs_size(), false);
+  // `rocefab job <args>` against the collector, its output in logs/<log>.
+  auto job_cli = [&](const FabricModel& m, std::vector<std::string> args, const std::string& log,
+                     const char* doing, const std::string& id) {
+    std::vector<std::string> argv = {options.bin_dir + "/rocefab", "--collector", daemons.grpc(), "job"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const std::string out = StrCat(options.run_dir, "/logs/", log);
+    auto cli = Subprocess::Spawn({argv, daemons.CliEnv(), out, out});
+    if (!cli.ok() || (*cli)->Wait() != 0)
+      std::printf("t=%6.1fs  JOB    %s job %s failed; see logs/%s\n", m.now_s(), doing, id.c_str(), log.c_str());
+  };
   auto register_jobs = [&](const FabricModel& m) {
     for (size_t j = 0; j < m.jobs().size(); ++j) {
       if (registered[j] && !job_ended[j] && !m.jobs()[j].running && options.daemons) {
         job_ended[j] = true;
-        auto cli = Subprocess::Spawn({{options.bin_dir + "/rocefab", "--collector", daemons.grpc(), "job", "end",
-                                       m.jobs()[j].id},
-                                      daemons.CliEnv(),
-                                      options.run_dir + "/logs/job-end.out",
-                                      options.run_dir + "/logs/job-end.out"});
-        if (!cli.ok() || (*cli)->Wait() != 0)
-          std::printf("t=%6.1fs  JOB    ending job %s failed; see logs/job-end.out\n", m.now_s(),
-                      m.jobs()[j].id.c_str());
+        job_cli(m, {"end", m.jobs()[j].id}, "job-end.out", "ending", m.jobs()[j].id);
         continue;
       }
       if (registered[j] || !m.jobs()[j].running || !options.daemons) continue;
@@ -598,16 +601,10 @@ int Run(const RunOptions& options) {
         }
       }
       ranks.close();
-      auto cli = Subprocess::Spawn({{options.bin_dir + "/rocefab", "--collector", daemons.grpc(), "job",
-                                     "start", "--id", m.jobs()[j].id, "--name",
-                                     m.jobs()[j].name.empty() ? m.jobs()[j].id : m.jobs()[j].name,
-                                     "--ranks", ranks_path},
-                                    daemons.CliEnv(),
-                                    options.run_dir + "/logs/job-start.out",
-                                    options.run_dir + "/logs/job-start.out"});
-      if (!cli.ok() || (*cli)->Wait() != 0)
-        std::printf("t=%6.1fs  JOB    registering job %s failed; see logs/job-start.out\n", m.now_s(),
-                    m.jobs()[j].id.c_str());
+      job_cli(m,
+              {"start", "--id", m.jobs()[j].id, "--name", m.jobs()[j].name.empty() ? m.jobs()[j].id : m.jobs()[j].name,
+               "--ranks", ranks_path},
+              "job-start.out", "registering", m.jobs()[j].id);
     }
   };
   std::ofstream timeline_out(options.run_dir + "/timeline.jsonl");

@@ -108,9 +108,10 @@ void SwitchAgent::PollOnce() {
       degraded_ = reading->degraded;
     }
     if (degraded_gauge_) degraded_gauge_->Set(static_cast<double>(reading->degraded.size()));
-    auto components = components_;
-    if (!reading->os_version.empty()) components["os"] = reading->os_version;
-    builder_.SetComponents(std::move(components));
+    if (!reading->os_version.empty() && reading->os_version != components_["os"]) {
+      components_["os"] = reading->os_version;
+      builder_.SetComponents(components_);
+    }
     // Again every 60 polls, for a collector that restarted.
     builder_.AttachComponents(&batch, polls_++ % 60 == 0);
     AppendReading(*reading, now_us, &builder_, &batch);

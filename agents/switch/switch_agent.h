@@ -47,7 +47,10 @@ class SwitchAgent final {
   const SourceProblems& problems() const { return problems_; }
   // The versions the switch's batches report (TelemetryBatch.components),
   // with the backend's `os_version` as "os" when it has one.
-  void SetComponents(std::map<std::string, std::string> components) { components_ = std::move(components); }
+  void SetComponents(std::map<std::string, std::string> components) {
+    components_ = std::move(components);
+    builder_.SetComponents(components_);
+  }
 
  private:
   SwitchBackend& backend_;
