@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <google/protobuf/util/json_util.h>
 
@@ -113,6 +114,12 @@ int ExitCodeFor(const grpc::Status& status) {
     case grpc::StatusCode::UNAUTHENTICATED: return kExitDenied;
     default: return kExitNoResult;
   }
+}
+
+std::string ClaimedUser() {
+  const char* user = std::getenv("SUDO_USER");
+  if (user == nullptr) user = std::getenv("USER");
+  return user ? user : "unknown";
 }
 
 std::string WithDefaultPort(const std::string& address, int default_port) {

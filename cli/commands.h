@@ -30,6 +30,10 @@ int ExitCodeFor(const grpc::Status& status);
 // strings, every field printed even when zero). One shape everywhere; the
 // field names are the .proto files' (docs/operations.md, "JSON output").
 void PrintJson(const google::protobuf::Message& message, std::ostream& out);
+// The user a request claims to come from ($SUDO_USER, else $USER, else
+// "unknown"). Only a claim: daemons record the certificate's identity, and
+// show this name only in the plaintext mode, marked unauthenticated.
+std::string ClaimedUser();
 // "HOST" -> "HOST:default_port" ("[::1]" too); anything with a port as is.
 std::string WithDefaultPort(const std::string& address, int default_port);
 

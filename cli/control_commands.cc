@@ -48,14 +48,6 @@ void Deadline(grpc::ClientContext* context, int seconds) {
 }
 
 
-// Only a claim: daemons record the certificate's identity, and show this
-// name only in the plaintext mode, marked unauthenticated.
-std::string Who() {
-  const char* user = getenv("SUDO_USER");
-  if (user == nullptr) user = getenv("USER");
-  return user ? user : "unknown";
-}
-
 std::string Short(const std::string& hash) { return hash.substr(0, 12); }
 
 }  // namespace
@@ -97,7 +89,7 @@ int RunConfigApply(const GlobalOptions& g, const ControlOptions& o, std::ostream
   request.set_wave_size(o.wave_size);
   request.set_gate_seconds(o.gate_seconds);
   request.set_dry_run(o.dry_run);
-  request.set_who(Who());
+  request.set_who(ClaimedUser());
   request.set_why(o.why);
   grpc::ClientContext context;
   Deadline(&context, 3600);
@@ -207,7 +199,7 @@ int RunDrain(const GlobalOptions& g, const ControlOptions& o, bool undrain, std:
   request.set_name(o.name);
   request.set_force(o.force);
   request.set_reason(o.reason);
-  request.set_who(Who());
+  request.set_who(ClaimedUser());
   request.set_undrain(undrain);
   request.set_dry_run(o.dry_run);
   grpc::ClientContext context;

@@ -23,15 +23,6 @@ namespace rocefab::cli {
 namespace {
 
 
-std::string SeverityName(v1::Severity s) {
-  switch (s) {
-    case v1::SEVERITY_CRITICAL: return "critical";
-    case v1::SEVERITY_WARNING: return "warning";
-    case v1::SEVERITY_INFO: return "info";
-    default: return "-";
-  }
-}
-
 std::string Fixed(double v, int digits) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
@@ -191,7 +182,7 @@ int RunFabricHealth(const GlobalOptions& g, const HealthOptions& o, std::ostream
     std::string jobs;
     for (const auto& j : a.jobs()) StrAppend(&jobs, jobs.empty() ? "" : ",", j);
     if (!a.job().empty() && jobs.empty()) jobs = a.job();
-    t.AddRow({SeverityName(a.severity()), under ? StrCat("  <- ", a.kind()) : a.kind(), a.entity(),
+    t.AddRow({SeverityName(a.severity(), "-"), under ? StrCat("  <- ", a.kind()) : a.kind(), a.entity(),
               Ago(response.now_us(), a.start_us()), a.end_us() ? "ended" : "active", jobs.empty() ? "-" : jobs,
               consequences.count(a.id()) ? StrCat(consequences[a.id()]) : "-", a.summary()});
   };
@@ -291,7 +282,7 @@ int RunAlertSilence(const GlobalOptions& g, const AlertOptions& o, std::ostream&
   s->set_entity(o.entity);
   s->set_job(o.job);
   s->set_comment(o.comment);
-  if (const char* user = std::getenv("USER")) s->set_created_by(user);
+  s->set_created_by(ClaimedUser());
   s->set_ends_at_us(SystemClock::Instance().NowUs() + *duration);
   v1::SilenceResponse response;
   if (int code = WithCollector(g, err, [&](auto& stub, auto* ctx) { return stub.Silence(ctx, request, &response); });

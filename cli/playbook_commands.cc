@@ -109,11 +109,11 @@ class GrpcEnv final : public PlaybookEnv {
   std::shared_ptr<const Topology> topology_;
 };
 
-std::string Who() {
-  const char* user = std::getenv("USER");
+// user@host, a claim (see ClaimedUser).
+std::string ClaimedUserAtHost() {
   char host[256] = "";
   gethostname(host, sizeof host - 1);
-  return StrCat(user ? user : "unknown", "@", host);
+  return StrCat(ClaimedUser(), "@", host);
 }
 
 }  // namespace
@@ -146,13 +146,13 @@ int RunPlaybookRun(const GlobalOptions& g, const ControlOptions& c, const Playbo
     err << "rocefab: " << pb.status().message() << "\n";
     return 2;
   }
-  GrpcEnv env(g, c, o.topology, Who());
+  GrpcEnv env(g, c, o.topology, ClaimedUserAtHost());
   if (auto s = env.Connect(); !s.ok()) {
     err << "rocefab: " << s.message() << "\n";
     return 2;
   }
   v1::PlaybookRun run = RunPlaybook(*pb, o.target, o.dry_run, env);
-  run.set_who(Who());
+  run.set_who(ClaimedUserAtHost());
   // Every run is audited, refused and dry ones too.
   v1::RecordPlaybookRunRequest req;
   *req.mutable_run() = run;

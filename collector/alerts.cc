@@ -17,7 +17,7 @@ namespace {
 
 using sqlite::Stmt;
 
-constexpr char kLog[] = "alerts";
+constexpr char kAlertsLog[] = "alerts";
 
 constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS alerts(
@@ -55,14 +55,6 @@ std::string CamelKind(const std::string& kind) {
     upper = false;
   }
   return out;
-}
-
-const char* SeverityName(v1::Severity s) {
-  switch (s) {
-    case v1::SEVERITY_CRITICAL: return "critical";
-    case v1::SEVERITY_WARNING: return "warning";
-    default: return "info";
-  }
 }
 
 std::string EvidenceText(const v1::Anomaly& a) {
@@ -215,7 +207,7 @@ void Alerter::Stop() {
 void Alerter::SaveAlert(const v1::Alert& a) {
   Stmt stmt(db_, "INSERT OR REPLACE INTO alerts VALUES(?1, ?2, ?3, ?4)");
   stmt.Bind(1, a.fingerprint()).Bind(2, a.status()).Bind(3, a.ends_at_us()).BindBlob(4, a.SerializeAsString());
-  if (auto status = stmt.Run(); !status.ok()) LOG_ERROR(kLog, "storing alert: ", status.message());
+  if (auto status = stmt.Run(); !status.ok()) LOG_ERROR(kAlertsLog, "storing alert: ", status.message());
 }
 
 void Alerter::Enqueue(const std::string& target, const std::string& body, int64_t now_us) {
@@ -223,7 +215,7 @@ void Alerter::Enqueue(const std::string& target, const std::string& body, int64_
                  "VALUES(?1, ?2, 0, ?3, ?3, '')");
   stmt.Bind(1, target).Bind(2, body).Bind(3, now_us);
   if (auto status = stmt.Run(); !status.ok()) {
-    LOG_ERROR(kLog, "outbox: ", status.message());
+    LOG_ERROR(kAlertsLog, "outbox: ", status.message());
     metrics_.notifications_dropped.Increment();
   }
 }
@@ -290,7 +282,7 @@ void Alerter::Evaluate(const std::vector<v1::Anomaly>& active, const FabricConte
       alert.set_fingerprint(StrCat(a.kind(), "|", a.entity(), "|", job));
       auto& l = *alert.mutable_labels();
       l["alertname"] = CamelKind(a.kind());
-      l["severity"] = SeverityName(a.severity());
+      l["severity"] = SeverityName(a.severity(), "info");
       l["kind"] = a.kind();
       l["entity"] = a.entity();
       if (!job.empty()) l["job"] = job;
@@ -389,7 +381,7 @@ size_t Alerter::DeliverDue() {
         ++delivered;
       } else {
         metrics_.notifications_dropped.Increment();
-        LOG_WARN(kLog, "dropping a notification to ", item.target, ": ",
+        LOG_WARN(kAlertsLog, "dropping a notification to ", item.target, ": ",
                  refused ? StrCat("HTTP ", code) : StrCat("undelivered for ", options_.max_age_us / 1'000'000, " s"));
       }
     } else {
@@ -400,9 +392,9 @@ size_t Alerter::DeliverDue() {
       const std::string why = code ? StrCat("HTTP ", code) : error;
       stmt.Bind(1, item.id).Bind(2, now + backoff).Bind(3, why);
       metrics_.notifications_retried.Increment();
-      if (item.attempts == 0) LOG_WARN(kLog, "notification to ", item.target, " failed (", why, "); retrying");
+      if (item.attempts == 0) LOG_WARN(kAlertsLog, "notification to ", item.target, " failed (", why, "); retrying");
     }
-    if (auto status = stmt.Run(); !status.ok()) LOG_ERROR(kLog, "outbox: ", status.message());
+    if (auto status = stmt.Run(); !status.ok()) LOG_ERROR(kAlertsLog, "outbox: ", status.message());
   }
   return delivered;
 }

@@ -1,19 +1,12 @@
 #include "collector/diagnosis_metrics.h"
 
+#include "common/findings.h"
+
 #include <prometheus/client_metric.h>
 #include <prometheus/metric_family.h>
 
 namespace rocefab::collector {
 namespace {
-
-const char* SeverityName(v1::Severity s) {
-  switch (s) {
-    case v1::SEVERITY_CRITICAL: return "critical";
-    case v1::SEVERITY_WARNING: return "warning";
-    case v1::SEVERITY_INFO: return "info";
-    default: return "unknown";
-  }
-}
 
 prometheus::MetricFamily Gauge(const char* name, const char* help) {
   prometheus::MetricFamily f;

@@ -8,7 +8,7 @@
 namespace rocefab::collector {
 namespace {
 
-const char* kTopology = R"yaml(
+const char* kDiagnosisTopology = R"yaml(
 switches:
   - {name: z1-rtsw01, role: rtsw, zone: z1}
   - {name: z1-rtsw02, role: rtsw, zone: z1}
@@ -57,7 +57,7 @@ v1::Anomaly Make(uint64_t id, const std::string& kind, const std::string& entity
 }
 
 TEST(FootprintTest, JobPathsCoverItsRacksUplinksAndSpinesButNotOtherRacks) {
-  auto topo = Topology::FromYaml(kTopology, "test");
+  auto topo = Topology::FromYaml(kDiagnosisTopology, "test");
   ASSERT_TRUE(topo.ok()) << topo.status();
   const Footprint fp = JobFootprint(topo->get(), TwoRackJob(), {});
   for (const char* port : {"z1-r01-h1/mlx5_0", "z1-rtsw01/Ethernet0", "z1-rtsw01/Ethernet8", "z1-ctsw01/Ethernet0",
@@ -74,7 +74,7 @@ TEST(FootprintTest, JobPathsCoverItsRacksUplinksAndSpinesButNotOtherRacks) {
 }
 
 TEST(DiagnoseTest, RanksTheCauseFirstAndIgnoresOtherJobsTrouble) {
-  auto topo = Topology::FromYaml(kTopology, "test");
+  auto topo = Topology::FromYaml(kDiagnosisTopology, "test");
   ASSERT_TRUE(topo.ok());
   DiagnoseInput in;
   in.job = TwoRackJob();
@@ -138,7 +138,7 @@ Window ShortWindow() {
   Window w;
   w.in.job = TwoRackJob();
   w.in.job.set_start_us(w.t - 600'000'000);
-  auto topo = Topology::FromYaml(kTopology, "test");
+  auto topo = Topology::FromYaml(kDiagnosisTopology, "test");
   w.in.footprint = JobFootprint(topo->get(), w.in.job, {});
   w.in.window_start_us = w.t - 30'000'000;
   w.in.window_end_us = w.t;
@@ -329,7 +329,7 @@ TEST(DiagnoseVerdictTest, OnsetOnlyReportsACauseThatBeganBeforeTheWindowAsOngoin
 // started late) before a strong-looking symptom (a link down explained by
 // a flap) and before consequences nothing explains.
 TEST(DiagnoseTest, WithSeveralFaultsEveryRootCauseRanksBeforeAnyConsequence) {
-  auto topo = Topology::FromYaml(kTopology, "test");
+  auto topo = Topology::FromYaml(kDiagnosisTopology, "test");
   ASSERT_TRUE(topo.ok());
   DiagnoseInput in;
   in.job = TwoRackJob();
@@ -359,7 +359,7 @@ TEST(DiagnoseTest, WithSeveralFaultsEveryRootCauseRanksBeforeAnyConsequence) {
 TEST(DiagnoseTest, HealthyJobWithNothingOnItsPaths) {
   DiagnoseInput in;
   in.job = TwoRackJob();
-  auto topo = Topology::FromYaml(kTopology, "test");
+  auto topo = Topology::FromYaml(kDiagnosisTopology, "test");
   ASSERT_TRUE(topo.ok());
   in.footprint = JobFootprint(topo->get(), in.job, {});
   in.anomalies = {Make(1, "link_flap", "z1-rtsw03/Ethernet0", 0)};

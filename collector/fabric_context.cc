@@ -10,7 +10,7 @@
 
 namespace rocefab::collector {
 namespace {
-constexpr char kLog[] = "context";
+constexpr char kFabricContextLog[] = "context";
 constexpr int64_t kJobsEveryUs = 2'000'000;
 constexpr auto kControllerEvery = std::chrono::seconds(5);
 }  // namespace
@@ -51,7 +51,7 @@ FabricContext FabricContextSource::Get() {
     std::lock_guard lock(mu_);
     jobs_read_us_ = now;
     if (jobs.ok()) jobs_ = std::move(*jobs);
-    else LOG_WARN(kLog, "reading the job registry: ", jobs.status().message());
+    else LOG_WARN(kFabricContextLog, "reading the job registry: ", jobs.status().message());
   }
   std::lock_guard lock(mu_);
   FabricContext context;
@@ -99,7 +99,7 @@ std::vector<v1::OperatorChange> FabricContextSource::OperatorChanges() {
 void FabricContextSource::PollController() {
   auto channel = MakeChannel(controller_, tls_);
   if (!channel.ok()) {
-    LOG_ERROR(kLog, "controller ", controller_, ": ", channel.status().message());
+    LOG_ERROR(kFabricContextLog, "controller ", controller_, ": ", channel.status().message());
     return;
   }
   auto stub = v1::Controller::NewStub(*channel);
@@ -135,7 +135,7 @@ void FabricContextSource::PollController() {
       }
     } else if (!warned) {
       warned = true;
-      LOG_WARN(kLog, "controller ", controller_, " unreachable (", status.error_message(),
+      LOG_WARN(kFabricContextLog, "controller ", controller_, " unreachable (", status.error_message(),
                   "): no drift detection until it answers");
     }
     cv_.wait_for(lock, kControllerEvery, [this] { return stopping_; });

@@ -4,7 +4,7 @@
 
 namespace rocefab::collector {
 namespace {
-constexpr char kLog[] = "ingest";
+constexpr char kIngesterLog[] = "ingest";
 }
 
 Ingester::Ingester(Options options, Store& store, Queue<StoredBatch>* output,
@@ -79,7 +79,7 @@ void Ingester::Maintain(int64_t budget_us) {
   do {
     auto sealed = store_.SealRuns(now_wall, 4);
     if (!sealed.ok()) {
-      LOG_ERROR(kLog, "sealing sample runs: ", sealed.status().message());
+      LOG_ERROR(kIngesterLog, "sealing sample runs: ", sealed.status().message());
       break;
     }
     metrics_.runs_sealed.Increment(static_cast<double>(*sealed));
@@ -91,7 +91,7 @@ void Ingester::Maintain(int64_t budget_us) {
     auto pruned = store_.Prune(now_wall - options_.retention_us, hold_after_commit_.load(),
                                now_wall - options_.records_retention_us);
     if (pruned.ok()) metrics_.pruned_rows.Increment(static_cast<double>(*pruned));
-    else LOG_ERROR(kLog, "retention: ", pruned.status().message());
+    else LOG_ERROR(kIngesterLog, "retention: ", pruned.status().message());
   }
   if (now - last_measure_us_ >= 10'000'000) {
     last_measure_us_ = now;
@@ -133,7 +133,7 @@ void Ingester::CommitGroup(std::deque<Item>& group) {
   metrics_.commit_seconds.Observe(static_cast<double>(clock_.MonotonicUs() - start_us) / 1e6);
   if (!outcomes.ok()) {
     metrics_.store_errors.Increment();
-    LOG_ERROR(kLog, "store failed, ", group.size(), " batches not acked: ",
+    LOG_ERROR(kIngesterLog, "store failed, ", group.size(), " batches not acked: ",
               outcomes.status().message());
     for (Item& item : group) item.done(false, v1::ACK_STATUS_UNSPECIFIED);
     return;

@@ -9,7 +9,7 @@
 namespace rocefab::collector {
 namespace {
 
-constexpr char kLog[] = "remediation";
+constexpr char kRemediationLog[] = "remediation";
 
 // The fabric as the collector itself sees it: its own queries, alerter and
 // topology, and the controller it polls.
@@ -152,7 +152,7 @@ void AutoRemediator::OnFiring(const v1::Alert& alert) {
     std::deque<int64_t>& runs = runs_[rule.playbook.name()];
     while (!runs.empty() && now - runs.front() > 3600LL * 1'000'000) runs.pop_front();
     if (runs.size() >= rule.max_runs_per_hour) {
-      LOG_WARN(kLog, "not running ", rule.playbook.name(), " on ", entity->second, ": ", runs.size(),
+      LOG_WARN(kRemediationLog, "not running ", rule.playbook.name(), " on ", entity->second, ": ", runs.size(),
                " runs in the last hour (max_runs_per_hour)");
       continue;
     }
@@ -172,13 +172,13 @@ void AutoRemediator::Loop() {
     Job job = queue_.front();
     queue_.pop_front();
     lock.unlock();
-    LOG_INFO(kLog, "running playbook ", job.rule->playbook.name(), " on ", job.target, " (alert ", job.fingerprint, ")");
+    LOG_INFO(kRemediationLog, "running playbook ", job.rule->playbook.name(), " on ", job.target, " (alert ", job.fingerprint, ")");
     v1::PlaybookRun run = RunPlaybook(job.rule->playbook, job.target, false, env);
     run.set_who(StrCat("rocefab-collectord (automatic, alert ", job.fingerprint, ")"));
-    for (const auto& line : run.log()) LOG_INFO(kLog, job.rule->playbook.name(), ": ", line);
-    LOG_INFO(kLog, "playbook ", job.rule->playbook.name(), " on ", job.target, ": ", run.result());
+    for (const auto& line : run.log()) LOG_INFO(kRemediationLog, job.rule->playbook.name(), ": ", line);
+    LOG_INFO(kRemediationLog, "playbook ", job.rule->playbook.name(), " on ", job.target, ": ", run.result());
     if (auto id = store_.audit().Record(run); !id.ok())
-      LOG_ERROR(kLog, "recording the playbook run: ", id.status().message());
+      LOG_ERROR(kRemediationLog, "recording the playbook run: ", id.status().message());
     lock.lock();
   }
 }

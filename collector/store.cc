@@ -11,7 +11,7 @@
 namespace rocefab::collector {
 namespace {
 
-constexpr char kLog[] = "store";
+constexpr char kStoreLog[] = "store";
 // 1: a row per sample (samples, batches). 2: compressed sample runs.
 // 3: collective records carry their commit id (remote-write follows it).
 constexpr int kSchemaVersion = 3;
@@ -233,7 +233,7 @@ absl::Status Store::MigrateRowSamples(const std::string& path) {
   // Rebuilds each entity's readings as batches of one agent (the entity's
   // device) and stores them through the normal write path, then drops the
   // old tables. One transaction: a failure leaves the file as it was.
-  LOG_INFO(kLog, path, ": converting version 1 samples to compressed runs");
+  LOG_INFO(kStoreLog, path, ": converting version 1 samples to compressed runs");
   Statement rows(writer_, R"sql(
 SELECT s.scope, s.entity, s.port, s.counter, s.prio, s.queue, s.kind,
        v.ts_us, v.value, v.delta, v.reset
@@ -296,7 +296,7 @@ ORDER BY s.entity, v.ts_us, s.id)sql");
                                               status.message(), " (the file is unchanged)"));
   }
   if (auto s = Exec(writer_, "COMMIT"); !s.ok()) return s;
-  LOG_INFO(kLog, path, ": converted ", converted, " samples");
+  LOG_INFO(kStoreLog, path, ": converted ", converted, " samples");
   return absl::OkStatus();
 }
 

@@ -9,7 +9,7 @@
 namespace rocefab::collector {
 namespace {
 
-constexpr char kLog[] = "telemetry";
+constexpr char kTelemetryServiceLog[] = "telemetry";
 
 bool ValidName(const std::string& name, size_t max_len) {
   if (name.empty() || name.size() > max_len) return false;
@@ -60,7 +60,7 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
     const PushScreen::Outcome taken = screen_.Take(&incoming_, now_us);
     if (taken.bad_collectives > 0) {
       metrics_.collectives_dropped.Increment(static_cast<double>(taken.bad_collectives));
-      LOG_WARN(kLog, "dropped ", taken.bad_collectives, " collective record(s) of batch seq ", incoming_.seq(),
+      LOG_WARN(kTelemetryServiceLog, "dropped ", taken.bad_collectives, " collective record(s) of batch seq ", incoming_.seq(),
                " from ", peer_, ": ", taken.bad_why);
     }
     const Screening& screened = taken.screening;
@@ -72,7 +72,7 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
     if (screened.components_dropped)
       metrics_.components_dropped.Increment(static_cast<double>(screened.components_dropped));
     if (!screened.first_problem.empty())
-      LOG_WARN(kLog, "batch seq ", incoming_.seq(), " from ", peer_, ": ", screened.first_problem, " (",
+      LOG_WARN(kTelemetryServiceLog, "batch seq ", incoming_.seq(), " from ", peer_, ": ", screened.first_problem, " (",
                screened.foreign, " foreign, ", screened.future_dropped, " future-dated dropped)");
     if (taken.skew_us && taken.error.empty()) {
       // One gauge per stream: its agent id is fixed once the first batch is taken.
@@ -82,7 +82,7 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
     const std::string& error = taken.error;
     if (!error.empty()) {
       metrics_.batches_rejected.Increment();
-      LOG_WARN(kLog, "rejected batch seq ", incoming_.seq(), " from ", peer_, ": ", error);
+      LOG_WARN(kTelemetryServiceLog, "rejected batch seq ", incoming_.seq(), " from ", peer_, ": ", error);
       v1::Ack ack;
       ack.set_seq(incoming_.seq());
       ack.set_status(v1::ACK_STATUS_REJECTED);
@@ -96,7 +96,7 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
     if (first) {
       agent_id_ = incoming_.agent_id();
       agents_.Connected(agent_id_);
-      LOG_INFO(kLog, "agent ", agent_id_, " connected from ", peer_);
+      LOG_INFO(kTelemetryServiceLog, "agent ", agent_id_, " connected from ", peer_);
     }
     const uint64_t seq = incoming_.seq();
     bool read_more;
@@ -129,7 +129,7 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
 
   void OnCancel() override {
     metrics_.streams_cancelled.Increment();
-    LOG_INFO(kLog, "stream from ", agent_id_.empty() ? peer_ : agent_id_,
+    LOG_INFO(kTelemetryServiceLog, "stream from ", agent_id_.empty() ? peer_ : agent_id_,
              " cancelled: the agent went away or the network broke");
   }
 
@@ -138,7 +138,7 @@ class PushReactor final : public grpc::ServerBidiReactor<v1::TelemetryBatch, v1:
     done_ = true;
     if (!agent_id_.empty()) {
       agents_.Disconnected(agent_id_);
-      LOG_INFO(kLog, "agent ", agent_id_, " disconnected");
+      LOG_INFO(kTelemetryServiceLog, "agent ", agent_id_, " disconnected");
     }
     const bool can_delete = in_flight_ == 0;
     lock.unlock();

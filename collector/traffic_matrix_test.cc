@@ -8,7 +8,7 @@ namespace rocefab::collector {
 namespace {
 
 // Three racks of two one-NIC hosts.
-const char* kTopology = R"yaml(
+const char* kMatrixTopology = R"yaml(
 switches:
   - {name: z1-rtsw01, role: rtsw, zone: z1}
   - {name: z1-rtsw02, role: rtsw, zone: z1}
@@ -33,7 +33,7 @@ links:
   - {a: z1-rtsw03/Ethernet8, b: z1-ctsw01/Ethernet8, speed_gbps: 400}
 )yaml";
 
-constexpr int64_t kT0 = 1'800'000'000'000'000;
+constexpr int64_t kMatrixT0 = 1'800'000'000'000'000;
 
 // One batch with a counter sample for `entity` at `t`, increased by `delta`.
 v1::TelemetryBatch Sample(v1::Scope scope, const std::string& entity, const std::string& counter, int64_t t,
@@ -52,10 +52,10 @@ v1::TelemetryBatch Sample(v1::Scope scope, const std::string& entity, const std:
   return batch;
 }
 
-// `bytes_per_s` on `entity` for `seconds`, one sample a second from kT0.
+// `bytes_per_s` on `entity` for `seconds`, one sample a second from kMatrixT0.
 void Send(TrafficRates& rates, v1::Scope scope, const std::string& entity, double bytes_per_s, int seconds) {
   for (int i = 0; i <= seconds; ++i)
-    rates.Observe(Sample(scope, entity, scope == v1::SCOPE_NIC ? "tx_bytes" : "rx_bytes", kT0 + i * 1'000'000,
+    rates.Observe(Sample(scope, entity, scope == v1::SCOPE_NIC ? "tx_bytes" : "rx_bytes", kMatrixT0 + i * 1'000'000,
                          i == 0 ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(bytes_per_s))));
 }
 
@@ -76,9 +76,9 @@ TEST(TrafficRates, RateOverTheWindowFromDeltasWithBoundedPoints) {
   TrafficRates rates(/*keep_us=*/60'000'000, /*step_us=*/5'000'000);
   // 1 GB/s for 100 s, then 3 GB/s for 30 s.
   for (int i = 0; i <= 130; ++i)
-    rates.Observe(Sample(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "tx_bytes", kT0 + i * 1'000'000,
+    rates.Observe(Sample(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "tx_bytes", kMatrixT0 + i * 1'000'000,
                          i == 0 ? std::nullopt : std::optional<uint64_t>(i <= 100 ? 1'000'000'000 : 3'000'000'000)));
-  const int64_t now = kT0 + 130'000'000;
+  const int64_t now = kMatrixT0 + 130'000'000;
   auto last30 = rates.Rate("z1-r01-h1/mlx5_0", "tx_bytes", now, 30'000'000);
   ASSERT_TRUE(last30.has_value());
   EXPECT_NEAR(*last30, 3e9, 0.2e9) << "the last 30 s ran at 3 GB/s";
@@ -89,12 +89,12 @@ TEST(TrafficRates, RateOverTheWindowFromDeltasWithBoundedPoints) {
   EXPECT_FALSE(rates.Rate("z1-r01-h1/mlx5_0", "tx_bytes", now + 20'000'000, 30'000'000).has_value());
   EXPECT_FALSE(rates.Rate("z1-r02-h1/mlx5_0", "tx_bytes", now, 30'000'000).has_value());
   // A replayed older sample changes nothing.
-  rates.Observe(Sample(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "tx_bytes", kT0 + 10'000'000, 1'000'000'000'000));
+  rates.Observe(Sample(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "tx_bytes", kMatrixT0 + 10'000'000, 1'000'000'000'000));
   EXPECT_NEAR(*rates.Rate("z1-r01-h1/mlx5_0", "tx_bytes", now, 30'000'000), *last30, 1);
 }
 
 TEST(TrafficMatrix, SpreadsEachNicOverItsJobsRacksByTheirNics) {
-  auto topo = Topology::FromYaml(kTopology, "test");
+  auto topo = Topology::FromYaml(kMatrixTopology, "test");
   ASSERT_TRUE(topo.ok()) << topo.status();
   TrafficRates rates;
   // Job A on racks 1, 2, 2 (h1 of rack 1, both of rack 2); job B on rack 3
@@ -106,11 +106,11 @@ TEST(TrafficMatrix, SpreadsEachNicOverItsJobsRacksByTheirNics) {
   Send(rates, v1::SCOPE_NIC, "z1-r03-h1/mlx5_0", 12e9, 40);
   Send(rates, v1::SCOPE_NIC, "z1-r01-h2/mlx5_0", 12e9, 40);
   Send(rates, v1::SCOPE_NIC, "z1-r03-h2/mlx5_0", 5e9, 40);
-  rates.Observe(Sample(v1::SCOPE_PORT, "z1-rtsw03/Ethernet8", "link_up", kT0 + 40'000'000, std::nullopt, 0));
-  rates.Observe(Sample(v1::SCOPE_PORT, "z1-rtsw01/Ethernet8", "link_up", kT0 + 40'000'000, std::nullopt, 1));
+  rates.Observe(Sample(v1::SCOPE_PORT, "z1-rtsw03/Ethernet8", "link_up", kMatrixT0 + 40'000'000, std::nullopt, 0));
+  rates.Observe(Sample(v1::SCOPE_PORT, "z1-rtsw01/Ethernet8", "link_up", kMatrixT0 + 40'000'000, std::nullopt, 1));
   const auto m = BuildTrafficMatrix(**topo, {Job("A", {"z1-r01-h1", "z1-r02-h1", "z1-r02-h2"}),
                                              Job("B", {"z1-r03-h1", "z1-r01-h2"})},
-                                    rates, kT0 + 40'000'000, 30'000'000);
+                                    rates, kMatrixT0 + 40'000'000, 30'000'000);
   std::map<std::pair<std::string, std::string>, double> demand;
   for (const auto& d : m.demands()) demand[{d.ingress(), d.dst_prefix()}] = d.bytes_per_s();
   // r01-h1's peers are both in rack 2.
@@ -135,10 +135,10 @@ TEST(TrafficMatrix, SpreadsEachNicOverItsJobsRacksByTheirNics) {
 }
 
 TEST(TrafficMatrix, NoCountersSaysSoInsteadOfAnEmptyAnswer) {
-  auto topo = Topology::FromYaml(kTopology, "test");
+  auto topo = Topology::FromYaml(kMatrixTopology, "test");
   ASSERT_TRUE(topo.ok());
   TrafficRates rates;
-  const auto m = BuildTrafficMatrix(**topo, {Job("A", {"z1-r01-h1", "z1-r02-h1"})}, rates, kT0, 30'000'000);
+  const auto m = BuildTrafficMatrix(**topo, {Job("A", {"z1-r01-h1", "z1-r02-h1"})}, rates, kMatrixT0, 30'000'000);
   EXPECT_EQ(m.demands_size(), 0);
   ASSERT_EQ(m.notes_size(), 1);
   EXPECT_NE(m.notes(0).find("no NIC or RTSW port"), std::string::npos);
@@ -156,7 +156,7 @@ v1::TelemetryBatch Records(const std::string& job, const std::string& op, int64_
 }
 
 TEST(TrafficMatrix, RingJobsSendRailToRailToTheNextHostInRankOrder) {
-  auto topo = Topology::FromYaml(kTopology, "test");
+  auto topo = Topology::FromYaml(kMatrixTopology, "test");
   ASSERT_TRUE(topo.ok());
   TrafficRates rates;
   // r03-h1 reports nothing: as a member of its job's collectives it sends
@@ -166,15 +166,15 @@ TEST(TrafficMatrix, RingJobsSendRailToRailToTheNextHostInRankOrder) {
   Send(rates, v1::SCOPE_NIC, "z1-r02-h1/mlx5_0", 6e9, 40);
   // Job R runs AllReduce (and a little AllToAll); its ranks are listed out
   // of order: rank order is r02-h1, r03-h1, r01-h1. Job A runs AllToAll.
-  rates.Observe(Records("R", "AllReduce", kT0 + 30'000'000, 900));
-  rates.Observe(Records("R", "AllToAll", kT0 + 31'000'000, 100));
-  rates.Observe(Records("A", "AllToAll", kT0 + 30'000'000, 1000));
+  rates.Observe(Records("R", "AllReduce", kMatrixT0 + 30'000'000, 900));
+  rates.Observe(Records("R", "AllToAll", kMatrixT0 + 31'000'000, 100));
+  rates.Observe(Records("A", "AllToAll", kMatrixT0 + 30'000'000, 1000));
   v1::Job ring = Job("R", {"z1-r01-h1", "z1-r02-h1", "z1-r03-h1"});
   ring.mutable_ranks(0)->set_rank(2);
   ring.mutable_ranks(1)->set_rank(0);
   ring.mutable_ranks(2)->set_rank(1);
   const auto m = BuildTrafficMatrix(**topo, {ring, Job("A", {"z1-r01-h2", "z1-r02-h2", "z1-r03-h2"})}, rates,
-                                    kT0 + 40'000'000, 30'000'000);
+                                    kMatrixT0 + 40'000'000, 30'000'000);
   EXPECT_EQ(m.job_patterns().at("R"), "ring");
   EXPECT_EQ(m.job_patterns().at("A"), "all_to_all");
   std::map<std::pair<std::string, std::string>, double> demand;
@@ -188,17 +188,17 @@ TEST(TrafficMatrix, RingJobsSendRailToRailToTheNextHostInRankOrder) {
   EXPECT_NEAR((demand[{"z1-rtsw01/Ethernet1", "10.1.2.0/24"}]), 5e9, 1e6);
   EXPECT_NEAR((demand[{"z1-rtsw01/Ethernet1", "10.1.3.0/24"}]), 5e9, 1e6);
   // Records older than the window are not counted: R looks unknown later.
-  const auto later = BuildTrafficMatrix(**topo, {ring}, rates, kT0 + 120'000'000, 30'000'000);
+  const auto later = BuildTrafficMatrix(**topo, {ring}, rates, kMatrixT0 + 120'000'000, 30'000'000);
   EXPECT_EQ(later.job_patterns().at("R"), "spread");
 }
 
 TEST(RackUplinkLoad, BusiestAndMeanOverTheUplinksThatCarryTraffic) {
-  auto topo = Topology::FromYaml(kTopology, "test");
+  auto topo = Topology::FromYaml(kMatrixTopology, "test");
   ASSERT_TRUE(topo.ok());
   TrafficRates rates;
   Send(rates, v1::SCOPE_PORT, "z1-rtsw01/Ethernet8", 0, 40);  // rx only: no tx rate yet
   for (int i = 0; i <= 40; ++i) {
-    const int64_t t = kT0 + i * 1'000'000;
+    const int64_t t = kMatrixT0 + i * 1'000'000;
     auto tx = [&](const char* port, double bps) {
       rates.Observe(Sample(v1::SCOPE_PORT, port, "tx_bytes", t,
                            i == 0 ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(bps))));
@@ -211,7 +211,7 @@ TEST(RackUplinkLoad, BusiestAndMeanOverTheUplinksThatCarryTraffic) {
   const auto load = RackUplinkLoad(**topo,
                                    {"z1-rtsw01/Ethernet8", "z1-rtsw02/Ethernet8", "z1-rtsw03/Ethernet8",
                                     "z1-rtsw01/Ethernet0", "z1-ctsw01/Ethernet0"},
-                                   rates, kT0 + 40'000'000, 30'000'000);
+                                   rates, kMatrixT0 + 40'000'000, 30'000'000);
   EXPECT_EQ(load.uplinks, 3u);
   EXPECT_EQ(load.loaded, 2u);
   EXPECT_NEAR(load.max_utilization, 0.8, 1e-6);

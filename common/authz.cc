@@ -6,7 +6,7 @@
 namespace rocefab {
 namespace {
 
-constexpr char kLog[] = "authz";
+constexpr char kAuthzLog[] = "authz";
 
 constexpr RoleSet R(Role role) { return static_cast<RoleSet>(role); }
 constexpr RoleSet kRead = R(Role::kViewer);
@@ -149,7 +149,7 @@ grpc::Status Authorizer::Check(const grpc::ServerContextBase* call, std::string_
     return grpc::Status::OK;
   }
   if (family_) family_->Add({{"method", std::string(method)}}).Increment();
-  LOG_WARN(kLog, "denied ", method, " from ", context.peer(), ": ", why);
+  LOG_WARN(kAuthzLog, "denied ", method, " from ", context.peer(), ": ", why);
   return grpc::Status(code, StrCat(method, ": ", why));
 }
 

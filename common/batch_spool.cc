@@ -12,7 +12,7 @@
 namespace rocefab {
 namespace {
 
-constexpr char kLog[] = "spool";
+constexpr char kBatchSpoolLog[] = "spool";
 namespace fs = std::filesystem;
 
 bool ValidBootName(const std::string& name) {
@@ -68,7 +68,7 @@ std::map<std::string, BatchSpool::Queue> BatchSpool::Load(const std::string& cur
       if (!ok) {
         // A torn temporary file, or a file that is not ours: never replayed.
         ++corrupt_;
-        LOG_WARN(kLog, "removing unreadable spool file ", f.path().string());
+        LOG_WARN(kBatchSpoolLog, "removing unreadable spool file ", f.path().string());
         fs::remove(f.path(), ec);
         continue;
       }
@@ -83,7 +83,7 @@ std::map<std::string, BatchSpool::Queue> BatchSpool::Load(const std::string& cur
     }
     boot_order_[boot] = order;
     boot_of_order_[order] = boot;
-    LOG_INFO(kLog, "found ", queue.size(), " unacked batches of an earlier run (boot ", boot, ")");
+    LOG_INFO(kBatchSpoolLog, "found ", queue.size(), " unacked batches of an earlier run (boot ", boot, ")");
     out.emplace(boot, std::move(queue));
   }
   return out;
@@ -104,7 +104,7 @@ std::vector<std::pair<std::string, uint64_t>> BatchSpool::Put(const v1::Telemetr
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out || !batch.SerializeToOstream(&out)) {
       ++write_errors_;
-      LOG_WARN(kLog, "cannot write ", tmp, ": the batch is kept in memory only");
+      LOG_WARN(kBatchSpoolLog, "cannot write ", tmp, ": the batch is kept in memory only");
       return evicted;
     }
   }

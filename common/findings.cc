@@ -10,6 +10,15 @@
 
 namespace rocefab {
 
+const char* SeverityName(v1::Severity severity, const char* unset) {
+  switch (severity) {
+    case v1::SEVERITY_CRITICAL: return "critical";
+    case v1::SEVERITY_WARNING: return "warning";
+    case v1::SEVERITY_INFO: return "info";
+    default: return unset;
+  }
+}
+
 bool IsConsequenceKind(const std::string& kind) {
   return kind == "pfc_pause" || kind == "silent_loss" || kind == "busbw_regression" || kind == "job_stalled" ||
          kind == "buffer_high";

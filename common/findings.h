@@ -13,6 +13,10 @@ namespace rocefab {
 // RDMA loss, buffer levels and the job's own slowdown or stall.
 bool IsConsequenceKind(const std::string& kind);
 
+// A severity's lower-case name ("critical", "warning", "info"); `unset` for
+// any other value.
+const char* SeverityName(v1::Severity severity, const char* unset = "unknown");
+
 // Every root cause first, across faults: a finding whose kind is a cause
 // and that nothing else explains; then consequence kinds nothing explains;
 // then consequences of another finding. Within each, highest confidence

@@ -1,6 +1,7 @@
 #pragma once
 // Robust statistics the detectors and diagnoses share.
 
+#include <cstdint>
 #include <vector>
 
 namespace rocefab {
@@ -11,5 +12,14 @@ double Median(std::vector<double> v);
 // 1.4826 x the median absolute deviation: a standard deviation that a few
 // outliers do not inflate (equal to it for normal data).
 double RobustSpread(const std::vector<double>& v);
+
+// The SplitMix64 finaliser: a cheap, well-mixed 64-bit hash, for ECMP
+// decisions and for independent random streams from (seed, index).
+inline uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
 
 }  // namespace rocefab

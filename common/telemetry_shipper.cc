@@ -8,7 +8,7 @@
 
 namespace rocefab {
 namespace {
-constexpr char kLog[] = "shipper";
+constexpr char kTelemetryShipperLog[] = "shipper";
 }
 
 std::string NewBootId() {
@@ -75,7 +75,7 @@ uint64_t TelemetryShipper::Enqueue(v1::TelemetryBatch batch) {
       unspooled_.erase(pending_.begin()->first);
     }
     if (stats_.dropped_overflow % 100 == 0)
-      LOG_WARN(kLog, "collector ", options_.target, " unreachable and ", options_.max_pending,
+      LOG_WARN(kTelemetryShipperLog, "collector ", options_.target, " unreachable and ", options_.max_pending,
                " batches queued: dropping the oldest (seq ", pending_.begin()->first, ")");
     pending_.erase(pending_.begin());
     ++stats_.dropped_overflow;
@@ -131,7 +131,7 @@ TelemetryShipper::Queue& TelemetryShipper::QueueOf(const std::string& boot) {
 void TelemetryShipper::DropEvicted(const std::vector<std::pair<std::string, uint64_t>>& evicted) {
   for (const auto& [boot, seq] : evicted) {
     if (stats_.dropped_overflow % 100 == 0)
-      LOG_WARN(kLog, "spool full (", options_.spool_max_bytes, " bytes): dropping the oldest batch (boot ",
+      LOG_WARN(kTelemetryShipperLog, "spool full (", options_.spool_max_bytes, " bytes): dropping the oldest batch (boot ",
                boot, " seq ", seq, ")");
     if (boot == options_.agent_boot_id) pending_.erase(seq);
     else if (auto it = earlier_.find(boot); it != earlier_.end()) it->second.erase(seq);
@@ -150,10 +150,10 @@ void TelemetryShipper::HandleAck(const std::string& boot, const v1::Ack& ack) {
     case v1::ACK_STATUS_DUPLICATE: ++stats_.acked_duplicate; break;
     case v1::ACK_STATUS_REJECTED:
       ++stats_.rejected;
-      LOG_ERROR(kLog, "collector rejected batch ", ack.seq(), ": ", ack.error());
+      LOG_ERROR(kTelemetryShipperLog, "collector rejected batch ", ack.seq(), ": ", ack.error());
       break;
     default:
-      LOG_WARN(kLog, "ack for seq ", ack.seq(), " has unknown status ", ack.status());
+      LOG_WARN(kTelemetryShipperLog, "ack for seq ", ack.seq(), " has unknown status ", ack.status());
       return;
   }
   if (boot == options_.agent_boot_id && ack.status() != v1::ACK_STATUS_REJECTED &&
@@ -225,10 +225,10 @@ bool TelemetryShipper::RunStream(v1::Telemetry::Stub& stub, const std::string& b
   stats_.connected = false;
   if (completed) {
     earlier_.erase(boot);
-    LOG_INFO(kLog, "every batch of the earlier run ", boot, " is delivered");
+    LOG_INFO(kTelemetryShipperLog, "every batch of the earlier run ", boot, " is delivered");
   } else if (!stopping_) {
     ++stats_.stream_failures;
-    LOG_WARN(kLog, "stream to collector ", options_.target, " ended: ",
+    LOG_WARN(kTelemetryShipperLog, "stream to collector ", options_.target, " ended: ",
              status.ok() ? "closed by collector" : status.error_message());
   }
   return got_ack;

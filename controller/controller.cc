@@ -7,7 +7,7 @@
 namespace rocefab::controller {
 namespace {
 
-constexpr char kLog[] = "controller";
+constexpr char kControllerLog[] = "controller";
 
 bool SameConfigs(const std::map<std::string, v1::SwitchConfig>& a, const std::map<std::string, v1::SwitchConfig>& b) {
   if (a.size() != b.size()) return false;
@@ -72,7 +72,7 @@ void Controller::AuditLocked(const std::string& who, const std::string& action, 
   entry.set_detail(detail);
   entry.set_generation(generation);
   if (auto status = store_.Audit(entry); !status.ok())
-    LOG_ERROR(kLog, "audit log write failed: ", status.message());
+    LOG_ERROR(kControllerLog, "audit log write failed: ", status.message());
 }
 
 absl::StatusOr<uint64_t> Controller::RecompileLocked(const std::string& who, const std::string& why) {
@@ -95,7 +95,7 @@ absl::StatusOr<uint64_t> Controller::RecompileLocked(const std::string& who, con
   desired_ = std::move(*compiled);
   frozen_ = false;
   AuditLocked(who, "compile", "fabric", why, StrCat(desired_.size(), " switch configs"), next);
-  LOG_INFO(kLog, "desired generation ", next, " (", desired_.size(), " switches)");
+  LOG_INFO(kControllerLog, "desired generation ", next, " (", desired_.size(), " switches)");
   return next;
 }
 

@@ -9,7 +9,7 @@
 namespace rocefab::controller {
 namespace {
 
-constexpr char kLog[] = "rollout";
+constexpr char kRolloutLog[] = "rollout";
 
 std::string Join(const std::map<std::string, std::string>& failures) {
   std::string out;
@@ -156,7 +156,7 @@ absl::StatusOr<v1::ApplyResponse> Controller::Apply(const v1::ApplyRequest& requ
         running_te_ = te_;
         fallback_.clear();
         if (auto s = store_.SetRunningPolicy(generation, target_); !s.ok())
-          LOG_ERROR(kLog, "recording the running policy: ", s.message());
+          LOG_ERROR(kRolloutLog, "recording the running policy: ", s.message());
       }
       rollout_ = Rollout{};
       ++activity_.rollouts_applied;
@@ -222,7 +222,7 @@ void Controller::RollBack(const std::vector<std::string>& touched,
   response->set_error(*failure);
   Audit(who, response->aborted() ? "abort" : "rollback", StrCat(touched.size(), " switches"), why, *failure,
         rollback_generation);
-  LOG_WARN(kLog, "rollout rolled back to generation ", rollback_generation, ": ", *failure);
+  LOG_WARN(kRolloutLog, "rollout rolled back to generation ", rollback_generation, ": ", *failure);
 }
 
 v1::AbortResponse Controller::Abort(const std::string& why, const std::string& who) {

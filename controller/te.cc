@@ -167,15 +167,15 @@ std::optional<TeResult> ColorEdges(const Topology& topology, const std::vector<T
 
 // The zone's RTSW-CTSW links that `unusable` leaves, and which RTSW owns
 // each rack prefix.
-struct Fabric {
+struct TeFabric {
   Uplinks uplinks;
   Downlinks downlinks;
   std::map<std::string, std::string> rack_of_prefix;  // /24 -> RTSW
   std::set<std::string> unusable_links;              // "switch/port" of links left out, both ends
 };
 
-Fabric BuildFabric(const Topology& topology, const std::set<std::string>& unusable) {
-  Fabric f;
+TeFabric BuildTeFabric(const Topology& topology, const std::set<std::string>& unusable) {
+  TeFabric f;
   for (const auto& link : topology.proto().links()) {
     std::string_view a_dev, a_port, b_dev, b_port;
     SplitPortName(link.a(), &a_dev, &a_port);
@@ -214,7 +214,7 @@ Fabric BuildFabric(const Topology& topology, const std::set<std::string>& unusab
 
 absl::StatusOr<TeResult> AllocateTe(const Topology& topology, std::vector<TeDemand> demands,
                                     const std::set<std::string>& unusable) {
-  Fabric fabric = BuildFabric(topology, unusable);
+  TeFabric fabric = BuildTeFabric(topology, unusable);
   Uplinks& uplinks = fabric.uplinks;                     // RTSW -> links up to CTSWs
   Downlinks& downlinks = fabric.downlinks;               // (CTSW, RTSW) -> parallel links
   const auto& rack_of_prefix = fabric.rack_of_prefix;  // /24 -> RTSW
@@ -344,7 +344,7 @@ absl::StatusOr<TeResult> AllocateTe(const Topology& topology, std::vector<TeDema
 
 TeEvaluation EvaluateTe(const Topology& topology, const std::vector<TeDemand>& demands,
                         const std::vector<TeOverride>& overrides, const std::set<std::string>& unusable) {
-  Fabric fabric = BuildFabric(topology, unusable);
+  TeFabric fabric = BuildTeFabric(topology, unusable);
   TeEvaluation out;
   std::map<std::pair<std::string, std::string>, std::string> egress;  // (ingress, prefix) -> egress
   for (const TeOverride& o : overrides) {

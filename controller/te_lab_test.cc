@@ -21,7 +21,7 @@
 namespace rocefab {
 namespace {
 
-std::shared_ptr<const Topology> Zone() {
+std::shared_ptr<const Topology> TeZone() {
   lab::TopologyParams params;  // the demo zone: 8 racks x 2 hosts x 8 NICs, 4 CTSWs
   return *Topology::Build(*lab::GenerateTopology(params));
 }
@@ -29,14 +29,14 @@ std::shared_ptr<const Topology> Zone() {
 // The exact traffic matrix (lab/study.h).
 std::vector<controller::TeDemand> Demands(const lab::FabricModel& model) { return lab::OfferedDemands(model); }
 
-struct Outcome {
+struct TeOutcome {
   double busbw = 0;
   double max_uplink = 0;  // utilisation of the busiest RTSW uplink
   double imbalance = 0;   // max / mean over the RTSW uplinks that carry traffic
 };
 
-Outcome Measure(const lab::FabricModel& model) {
-  Outcome out;
+TeOutcome Measure(const lab::FabricModel& model) {
+  TeOutcome out;
   out.busbw = model.jobs()[0].busbw_gbs;
   double sum = 0;
   int used = 0;
@@ -80,20 +80,20 @@ std::unique_ptr<lab::FabricModel> Apply(std::shared_ptr<const Topology> topo, co
 }
 
 TEST(TeInTheLab, EvensTheUplinksOfFragmentedJobsBetterThanEecmp) {
-  auto topo = Zone();
+  auto topo = TeZone();
   int better = 0;
   const int placements = 8;
   for (uint32_t seed = 1; seed <= placements; ++seed) {
     const std::string scenario = Fragmented(*topo, 8, seed);
     auto eecmp = Apply(topo, scenario, "eecmp", nullptr);
     eecmp->Step(0.5, nullptr);
-    const Outcome e = Measure(*eecmp);
+    const TeOutcome e = Measure(*eecmp);
     auto te = controller::AllocateTe(*topo, Demands(*eecmp), {});
     ASSERT_TRUE(te.ok()) << te.status();
     EXPECT_GT(te->placed, 0u);
     auto with_te = Apply(topo, scenario, "te", &te->overrides);
     with_te->Step(0.5, nullptr);
-    const Outcome t = Measure(*with_te);
+    const TeOutcome t = Measure(*with_te);
     SCOPED_TRACE(scenario);
     std::cout << "placement " << seed << ": e-ecmp max/mean " << e.imbalance << " busbw " << e.busbw
               << " | te max/mean " << t.imbalance << " busbw " << t.busbw << " (allocator predicted max "
@@ -108,7 +108,7 @@ TEST(TeInTheLab, EvensTheUplinksOfFragmentedJobsBetterThanEecmp) {
 }
 
 TEST(TeInTheLab, ADeadUplinksOverridesFallBackToEcmpAtOnce) {
-  auto topo = Zone();
+  auto topo = TeZone();
   const std::string placement = Fragmented(*topo, 8, 3);
   auto probe = Apply(topo, placement, "eecmp", nullptr);
   probe->Step(0.5, nullptr);
@@ -229,7 +229,7 @@ std::vector<controller::TeDemand> MeasuredDemands(lab::FabricModel& model, const
 // fragmented placements it did not choose: more even than E-ECMP on most,
 // and never slower by more than the model's noise.
 TEST(TeInTheLab, FromTheCollectorsMeasuredMatrixTeEvensTheUplinksToo) {
-  auto topo = Zone();
+  auto topo = TeZone();
   for (const char* collective : {"all_reduce", "all_to_all"}) {
     int better = 0;
     const int placements = 6;
@@ -240,12 +240,12 @@ TEST(TeInTheLab, FromTheCollectorsMeasuredMatrixTeEvensTheUplinksToo) {
       ASSERT_TRUE(LoadYamlConfig(yaml, "s.yaml", &scenario).ok());
       auto eecmp = Apply(topo, yaml, "eecmp", nullptr);
       const auto demands = MeasuredDemands(*eecmp, scenario, 5);
-      const Outcome e = Measure(*eecmp);
+      const TeOutcome e = Measure(*eecmp);
       auto te = controller::AllocateTe(*topo, demands, {});
       ASSERT_TRUE(te.ok()) << te.status();
       auto with_te = Apply(topo, yaml, "te", &te->overrides);
       for (int i = 0; i < 4; ++i) with_te->Step(0.5, nullptr);
-      const Outcome t = Measure(*with_te);
+      const TeOutcome t = Measure(*with_te);
       std::cout << collective << " placement " << seed << ": e-ecmp max/mean " << e.imbalance << " busbw " << e.busbw
                 << " max " << e.max_uplink << " | te (measured matrix) max/mean " << t.imbalance << " busbw " << t.busbw
                 << " max " << t.max_uplink << " predicted " << te->max_utilization << " placed " << te->placed
@@ -258,14 +258,14 @@ TEST(TeInTheLab, FromTheCollectorsMeasuredMatrixTeEvensTheUplinksToo) {
 }
 
 TEST(TeAllocator, RejectsADemandThatIsNotAnRtswPortAndARack) {
-  auto topo = Zone();
+  auto topo = TeZone();
   auto result = controller::AllocateTe(*topo, {{"z1-ctsw01/Ethernet0", "10.1.1.0/24", 1e9}}, {});
   ASSERT_FALSE(result.ok());
   EXPECT_NE(std::string(result.status().message()).find("not an RTSW port"), std::string::npos);
 }
 
 TEST(TeAllocator, NeverUsesAnUnusableUplinkAndIsDeterministic) {
-  auto topo = Zone();
+  auto topo = TeZone();
   auto probe = Apply(topo, Fragmented(*topo, 8, 5), "eecmp", nullptr);
   probe->Step(0.5, nullptr);
   const auto demands = Demands(*probe);

@@ -6,7 +6,7 @@
 namespace rocefab::controller {
 namespace {
 
-constexpr char kLog[] = "te";
+constexpr char kTeLoopLog[] = "te";
 constexpr char kWho[] = "rocefab-controllerd/te";
 
 }  // namespace
@@ -67,7 +67,7 @@ void TeLoop::Loop() {
     lock.unlock();
     const Outcome outcome = RunOnce();
     if (outcome.result == "applied" || outcome.result == "rolled-back" || outcome.result == "error")
-      LOG_INFO(kLog, outcome.result, ": ", outcome.detail);
+      LOG_INFO(kTeLoopLog, outcome.result, ": ", outcome.detail);
     lock.lock();
   }
 }

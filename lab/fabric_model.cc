@@ -4,18 +4,11 @@
 #include <cmath>
 #include <set>
 
+#include "common/stats.h"
 #include "common/strings.h"
 
 namespace rocefab::lab {
 namespace {
-
-uint64_t Mix(uint64_t x) {
-  // splitmix64 finaliser: a good, cheap hash for ECMP decisions.
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 uint64_t HashString(const std::string& s) {
   uint64_t h = 1469598103934665603ULL;
@@ -54,7 +47,7 @@ absl::Status FabricModel::Init(std::shared_ptr<const Topology> topology,
   const v1::Topology& topo = topology_->proto();
   for (int i = 0; i < topo.switches_size(); ++i) {
     const auto& sw = topo.switches(i);
-    switches_.push_back({sw.name(), sw.role(), sw.zone(), Mix(HashString(sw.name()) ^ seed_), {}, true});
+    switches_.push_back({sw.name(), sw.role(), sw.zone(), SplitMix64(HashString(sw.name()) ^ seed_), {}, true});
     switch_index_[sw.name()] = i;
   }
   sw_out_.resize(switches_.size());
@@ -359,10 +352,10 @@ int FabricModel::PickChannel(int sw, const std::vector<int>& candidates, int src
   // The 5-tuple: addresses (NIC identities stand for their IPs), UDP ports
   // and protocol, hashed with the switch's own seed as real ASICs do.
   uint64_t h = switches_[sw].seed;
-  h = Mix(h ^ static_cast<uint64_t>(src) * 0x100000001b3ULL);
-  h = Mix(h ^ static_cast<uint64_t>(dst) * 0x9e3779b1ULL);
-  h = Mix(h ^ (static_cast<uint64_t>(sport) << 16 | kRoceUdpPort) ^ 17);
-  if (qp != 0) h = Mix(h ^ (static_cast<uint64_t>(qp) << 32));
+  h = SplitMix64(h ^ static_cast<uint64_t>(src) * 0x100000001b3ULL);
+  h = SplitMix64(h ^ static_cast<uint64_t>(dst) * 0x9e3779b1ULL);
+  h = SplitMix64(h ^ (static_cast<uint64_t>(sport) << 16 | kRoceUdpPort) ^ 17);
+  if (qp != 0) h = SplitMix64(h ^ (static_cast<uint64_t>(qp) << 32));
   return candidates[h % members];
 }
 
@@ -595,7 +588,7 @@ void FabricModel::Reroute() {
         // The NIC derives the UDP source port from the QP number.
         auto sport_of = [&](uint32_t qp) {
           return static_cast<uint16_t>(
-              0xC000 | (Mix(seed_ ^ (static_cast<uint64_t>(j) << 40) ^ (static_cast<uint64_t>(c) << 16) ^ qp) & 0x3fff));
+              0xC000 | (SplitMix64(seed_ ^ (static_cast<uint64_t>(j) << 40) ^ (static_cast<uint64_t>(c) << 16) ^ qp) & 0x3fff));
         };
         flow.sport = sport_of(q);
         flow.path = Route(flow.src, flow.dst, flow.sport, sport_of(0), q);
@@ -1023,9 +1016,9 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
       rec.msg_bytes = job.spec.message_bytes();
       // Kernel times jitter from one collective to the next (launch and
       // clock noise), so which rank is fastest is chance on a healthy job.
-      const uint64_t h = Mix(seed_ ^ (static_cast<uint64_t>(j) << 48) ^ (seq << 16) ^ static_cast<uint64_t>(r));
+      const uint64_t h = SplitMix64(seed_ ^ (static_cast<uint64_t>(j) << 48) ^ (seq << 16) ^ static_cast<uint64_t>(r));
       const double u1 = (static_cast<double>(h >> 11) + 0.5) / 9007199254740992.0;
-      const double u2 = (static_cast<double>(Mix(h) >> 11) + 0.5) / 9007199254740992.0;
+      const double u2 = (static_cast<double>(SplitMix64(h) >> 11) + 0.5) / 9007199254740992.0;
       const double z = std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
       rec.exec_time_us = (r == job.straggler_rank ? comm : waited) * 1e6 * std::max(0.5, 1 + k_.kernel_jitter * z);
       rec.algbw_gbs = traffic_bytes / (rec.exec_time_us / 1e6) / 1e9;

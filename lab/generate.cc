@@ -8,6 +8,7 @@
 #include <set>
 
 #include "google/protobuf/util/json_util.h"
+#include "common/stats.h"
 #include "common/strings.h"
 #include "lab/fabric_model.h"
 #include "lab/runner.h"
@@ -32,14 +33,6 @@ class Draw {
  private:
   std::mt19937_64 rng_;
 };
-
-// SplitMix64: independent streams from (seed, index).
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 std::string TierOfLink(const Topology& topo, int link) {
   const v1::TopoLink& l = topo.proto().links(link);
@@ -419,12 +412,12 @@ std::string TargetTier(const Topology& topology, const std::string& target) {
 }
 
 absl::StatusOr<v1::Scenario> GenerateScenario(const GenerateOptions& options, int index) {
-  Draw d(Mix(options.seed * 0x100000001b3ULL + static_cast<uint64_t>(index)));
+  Draw d(SplitMix64(options.seed * 0x100000001b3ULL + static_cast<uint64_t>(index)));
   v1::Scenario s;
   s.set_name(StrCat("gen-", options.seed, "-", index));
   s.set_duration_s(options.duration_s);
   s.set_tick_s(0.5);
-  s.set_seed(Mix(options.seed + 7919ULL * static_cast<uint64_t>(index)) % 1000000);
+  s.set_seed(SplitMix64(options.seed + 7919ULL * static_cast<uint64_t>(index)) % 1000000);
   s.set_poll_interval_s(d.Pick<double>({0.5, 1, 2}));
   *s.mutable_topology() = DrawFabric(d, options);
   auto topology = TopologyForScenario(s, "");
@@ -433,7 +426,7 @@ absl::StatusOr<v1::Scenario> GenerateScenario(const GenerateOptions& options, in
   // One scenario in ten has a noisy neighbour as its first fault: its jobs
   // leave half the hosts free for it. Those draws come from their own
   // stream, so that the other scenarios are what the other kinds alone give.
-  Draw contention(Mix(options.seed * 0x100000001b3ULL + static_cast<uint64_t>(index) + 0x6e6f697379ULL));
+  Draw contention(SplitMix64(options.seed * 0x100000001b3ULL + static_cast<uint64_t>(index) + 0x6e6f697379ULL));
   const bool want_contention = contention.Chance(0.1);
   // As often, a switch image that adds latency (from the same stream).
   const bool want_latency = !want_contention && contention.Chance(0.11);

@@ -4,7 +4,7 @@
 
 namespace rocefab::hostd {
 namespace {
-constexpr char kLog[] = "hostd";
+constexpr char kHostAgentLog[] = "hostd";
 }
 
 HostAgent::HostAgent(HostPoller& poller, TelemetryShipper& shipper, const FsRoot& proc_root,
@@ -20,7 +20,7 @@ void HostAgent::PollOnce() {
   const std::string boot_id = ReadHostBootId(proc_files_);
   if (!boot_id.empty() && boot_id != builder_.host_boot_id()) {
     if (!builder_.host_boot_id().empty())
-      LOG_WARN(kLog, "host boot id changed: treating every counter as reset");
+      LOG_WARN(kHostAgentLog, "host boot id changed: treating every counter as reset");
     builder_.SetHostBootId(boot_id);
   }
   HostSnapshot snapshot = poller_.Poll();

@@ -8,7 +8,7 @@
 
 namespace rocefab::hostd {
 namespace {
-constexpr char kLog[] = "poller";
+constexpr char kHostPollerLog[] = "poller";
 }
 
 HostPoller::HostPoller(std::string host, Sources sources, const Clock& clock)
@@ -40,7 +40,7 @@ HostSnapshot HostPoller::Poll() {
       if (sources_.dcb != nullptr && !nic.netdev.empty()) {
         auto dcb = sources_.dcb->Read(nic.netdev);
         if (dcb.ok()) MergeDcb(*dcb, &roce);
-        else LOG_DEBUG(kLog, dcb.status().message());  // no DCB (a VF, veth): the settings are unknown
+        else LOG_DEBUG(kHostPollerLog, dcb.status().message());  // no DCB (a VF, veth): the settings are unknown
       }
       roce_[key] = std::move(roce);
     }
@@ -52,7 +52,7 @@ HostSnapshot HostPoller::Poll() {
         MapEthtoolStats(*stats, &nic);
       } else {
         ++ethtool_health.source_errors;
-        LOG_DEBUG(kLog, stats.status().message());
+        LOG_DEBUG(kHostPollerLog, stats.status().message());
       }
     }
     if (sources_.links != nullptr) {
@@ -63,7 +63,7 @@ HostSnapshot HostPoller::Poll() {
         if (link->has_carrier_changes) nic.counters["carrier_changes"] = link->carrier_changes;
       } else if (!absl::IsNotFound(link.status())) {
         ++netlink_health.source_errors;
-        LOG_DEBUG(kLog, link.status().message());
+        LOG_DEBUG(kHostPollerLog, link.status().message());
       }
     }
   }
@@ -83,7 +83,7 @@ HostSnapshot HostPoller::PollPfc() {
     auto stats = sources_.ethtool->Read(port.netdev);
     if (!stats.ok()) {
       // The full poll counts the failure; the fast path only skips the port.
-      LOG_DEBUG(kLog, stats.status().message());
+      LOG_DEBUG(kHostPollerLog, stats.status().message());
       continue;
     }
     NicReading& nic = snapshot.nics.emplace_back();

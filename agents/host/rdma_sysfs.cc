@@ -10,7 +10,7 @@
 
 namespace rocefab::hostd {
 namespace {
-constexpr char kLog[] = "sysfs";
+constexpr char kRdmaSysfsLog[] = "sysfs";
 constexpr char kInfiniband[] = "class/infiniband";
 }  // namespace
 
@@ -61,7 +61,7 @@ std::vector<NicReading> RdmaSysfsReader::ReadAll(ReadHealth* health, int64_t now
   if (!devices.ok()) {
     if (!absl::IsNotFound(devices.status())) {
       ++health->source_errors;
-      LOG_WARN(kLog, devices.status().message());
+      LOG_WARN(kRdmaSysfsLog, devices.status().message());
     }
     return nics;
   }
@@ -74,7 +74,7 @@ std::vector<NicReading> RdmaSysfsReader::ReadAll(ReadHealth* health, int64_t now
     auto ports = files_.ListDir(StrCat(device_dir, "/ports"));
     if (!ports.ok()) {
       ++health->source_errors;
-      LOG_WARN(kLog, "device ", device, ": ", ports.status().message());
+      LOG_WARN(kRdmaSysfsLog, "device ", device, ": ", ports.status().message());
       continue;
     }
     for (const std::string& port_name : *ports) {
@@ -111,7 +111,7 @@ void RdmaSysfsReader::ReadPort(const std::string& port_dir, NicReading* nic,
       case ValueParse::kNotAvailable: ++health->skipped_values; return Read::kCounted;
       case ValueParse::kGarbage:
         ++health->parse_errors;
-        LOG_DEBUG(kLog, dir, "/", name, ": not a counter value");
+        LOG_DEBUG(kRdmaSysfsLog, dir, "/", name, ": not a counter value");
         return Read::kCounted;
     }
     return Read::kCounted;

@@ -7,7 +7,7 @@
 namespace rocefab::hostd {
 namespace {
 
-const std::string kHostA = std::string(ROCEFAB_FIXTURES) + "/hosts/z1-r01-h1";
+const std::string kSysfsHost = std::string(ROCEFAB_FIXTURES) + "/hosts/z1-r01-h1";
 const std::string kHostB = std::string(ROCEFAB_FIXTURES) + "/hosts/z1-r01-h2";
 
 TEST(ParseSysfsCounter, Values) {
@@ -43,7 +43,7 @@ TEST(ParseStateNumber, KernelFormats) {
 }
 
 TEST(RdmaSysfsReader, ReadsMlx5FixtureHost) {
-  FsRoot sysfs(kHostA + "/sys");
+  FsRoot sysfs(kSysfsHost + "/sys");
   ReadHealth health;
   auto nics = RdmaSysfsReader(sysfs).ReadAll(&health);
   ASSERT_EQ(nics.size(), 2u);
@@ -95,7 +95,7 @@ TEST(RdmaSysfsReader, NoInfinibandClassIsNoNics) {
 
 TEST(RdmaSysfsReader, SurvivesGarbageEverywhere) {
   testing::TempDir dir;
-  testing::CopyTree(kHostA + "/sys", dir / "sys");
+  testing::CopyTree(kSysfsHost + "/sys", dir / "sys");
   const std::string port = dir / "sys/class/infiniband/mlx5_0/ports/1";
   testing::WriteFile(port + "/counters/port_rcv_data", "\xff\xfe\x00garbage");
   testing::WriteFile(port + "/hw_counters/out_of_sequence", "");

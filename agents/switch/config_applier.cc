@@ -9,7 +9,7 @@
 namespace rocefab::switchd {
 namespace {
 
-constexpr char kLog[] = "config";
+constexpr char kConfigApplierLog[] = "config";
 
 std::string Encoded(const v1::ConfigItem& item) {
   std::string out;
@@ -76,7 +76,7 @@ absl::Status ConfigApplier::Reconcile() {
   for (const v1::ConfigItem* item : items) status_[item->key()] = StatusOf(item->key(), backend_.Install(*item));
   applied_ = persisted;
   if (auto status = backend_.Commit(applied_); !status.ok()) return status;
-  LOG_INFO(kLog, "reconciled to generation ", applied_.generation(), " (", items.size(), " items)");
+  LOG_INFO(kConfigApplierLog, "reconciled to generation ", applied_.generation(), " (", items.size(), " items)");
   return absl::OkStatus();
 }
 
@@ -167,7 +167,7 @@ v1::ApplyConfigResponse ConfigApplier::Apply(const v1::SwitchConfig& desired) {
       }
       if (absl::IsUnimplemented(undo)) undo = absl::OkStatus();  // as it was: not on the device
       if (!undo.ok())
-        LOG_ERROR(kLog, "rollback of ", key, " failed: ", undo.message(), "; reconcile will retry");
+        LOG_ERROR(kConfigApplierLog, "rollback of ", key, " failed: ", undo.message(), "; reconcile will retry");
     }
     std::reverse(applied_keys.begin(), applied_keys.end());
     std::string applied_list;
@@ -179,7 +179,7 @@ v1::ApplyConfigResponse ConfigApplier::Apply(const v1::SwitchConfig& desired) {
     response.set_rolled_back(true);
     status_[failed_key] = StatusOf(failed_key, failure);
     (void)backend_.Commit(applied_);
-    LOG_WARN(kLog, response.error());
+    LOG_WARN(kConfigApplierLog, response.error());
     *response.mutable_state() = StateLocked();
     return response;
   }
@@ -198,7 +198,7 @@ v1::ApplyConfigResponse ConfigApplier::Apply(const v1::SwitchConfig& desired) {
   } else {
     response.set_ok(true);
   }
-  LOG_INFO(kLog, "generation ", applied_.generation(), " applied: ", installs.size(), " installed, ",
+  LOG_INFO(kConfigApplierLog, "generation ", applied_.generation(), " applied: ", installs.size(), " installed, ",
            removals.size(), " removed");
   *response.mutable_state() = StateLocked();
   return response;

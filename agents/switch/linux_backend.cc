@@ -22,7 +22,7 @@
 namespace rocefab::switchd {
 namespace {
 
-constexpr char kLog[] = "linux";
+constexpr char kLinuxBackendLog[] = "linux";
 
 bool ParsePrefix(const std::string& text, in_addr* addr, int* len) {
   const size_t slash = text.find('/');

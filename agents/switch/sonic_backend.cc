@@ -15,7 +15,7 @@
 namespace rocefab::switchd {
 namespace {
 
-constexpr char kLog[] = "sonic";
+constexpr char kSonicBackendLog[] = "sonic";
 using Hash = SonicTables::Hash;
 
 bool ParseU64(std::string_view text, uint64_t* out) { return ParseDecimal(text, out); }
@@ -736,7 +736,7 @@ absl::Status SonicConfigBackend::Remove(const v1::ConfigItem& item) {
 }
 
 absl::Status SonicConfigBackend::Commit(const v1::SwitchConfig& applied) {
-  LOG_DEBUG(kLog, "generation ", applied.generation(), " in force on ", switch_name_);
+  LOG_DEBUG(kSonicBackendLog, "generation ", applied.generation(), " in force on ", switch_name_);
   ports_.reset();  // the next apply reads the PORT table afresh
   return absl::OkStatus();
 }

@@ -6,7 +6,7 @@
 
 namespace rocefab::switchd {
 namespace {
-constexpr char kLog[] = "switchd";
+constexpr char kSwitchAgentLog[] = "switchd";
 }
 
 void AppendReading(const SwitchReading& reading, int64_t timestamp_us, BatchBuilder* builder,
@@ -98,13 +98,13 @@ void SwitchAgent::PollOnce() {
     batch.mutable_health()->set_source_errors(1);
     problems_.Add(source_, {0, 0, 1});
     if (consecutive_failures_++ % 60 == 0)
-      LOG_WARN(kLog, "cannot read counters: ", reading.status().message());
+      LOG_WARN(kSwitchAgentLog, "cannot read counters: ", reading.status().message());
   } else {
-    if (consecutive_failures_ > 0) LOG_INFO(kLog, "counters readable again");
+    if (consecutive_failures_ > 0) LOG_INFO(kSwitchAgentLog, "counters readable again");
     consecutive_failures_ = 0;
     if (reading->degraded != degraded_) {
-      for (const auto& what : reading->degraded) LOG_WARN(kLog, "degraded: ", what);
-      if (reading->degraded.empty() && !degraded_.empty()) LOG_INFO(kLog, "no longer degraded");
+      for (const auto& what : reading->degraded) LOG_WARN(kSwitchAgentLog, "degraded: ", what);
+      if (reading->degraded.empty() && !degraded_.empty()) LOG_INFO(kSwitchAgentLog, "no longer degraded");
       degraded_ = reading->degraded;
     }
     if (degraded_gauge_) degraded_gauge_->Set(static_cast<double>(reading->degraded.size()));

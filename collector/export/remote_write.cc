@@ -14,7 +14,7 @@
 namespace rocefab::collector {
 namespace {
 
-constexpr char kLog[] = "remote-write";
+constexpr char kRemoteWriteLog[] = "remote-write";
 
 bool ValidLabelName(const std::string& name) {
   if (name.empty() || name.starts_with("__")) return false;
@@ -246,7 +246,7 @@ absl::Status RemoteWriter::Start() {
   } else if (absl::IsNotFound(saved.status())) {
     cursor_ = store_.last_commit();
     SaveCursor(cursor_);
-    LOG_INFO(kLog, options_.name, ": new receiver, sending from commit ", cursor_.load());
+    LOG_INFO(kRemoteWriteLog, options_.name, ": new receiver, sending from commit ", cursor_.load());
   } else {
     return saved.status();
   }
@@ -271,7 +271,7 @@ void RemoteWriter::Notify(uint64_t commit) {
 
 void RemoteWriter::SaveCursor(uint64_t commit) {
   if (auto s = store_.SetMeta("remote_write_cursor:" + options_.name, std::to_string(commit)); !s.ok())
-    LOG_WARN(kLog, options_.name, ": saving the cursor: ", s.message());
+    LOG_WARN(kRemoteWriteLog, options_.name, ": saving the cursor: ", s.message());
 }
 
 bool RemoteWriter::SleepFor(int64_t us) {
@@ -291,7 +291,7 @@ void RemoteWriter::EnforceBound() {
   auto skipped = store_.BacklogAfter(*keep);
   const uint64_t lost = skipped.ok() ? backlog->samples - skipped->samples : 0;
   dropped_.Increment(static_cast<double>(lost));
-  LOG_WARN(kLog, options_.name, ": unsent samples over max_queue_bytes (", backlog->bytes,
+  LOG_WARN(kRemoteWriteLog, options_.name, ": unsent samples over max_queue_bytes (", backlog->bytes,
            " bytes); dropping about ", lost, " of the oldest, commits ", cursor_.load() + 1, "..", *keep);
   cursor_ = *keep;
   SaveCursor(*keep);
@@ -315,12 +315,12 @@ bool RemoteWriter::Send(const prometheus::WriteRequest& request, size_t samples)
     const bool retry = result.status == 0 || result.status >= 500 || result.status == 429;
     if (!retry) {
       dropped_.Increment(static_cast<double>(samples));
-      LOG_WARN(kLog, options_.name, ": receiver answered ", result.status, " (", result.body.substr(0, 200),
+      LOG_WARN(kRemoteWriteLog, options_.name, ": receiver answered ", result.status, " (", result.body.substr(0, 200),
                "); ", samples, " samples dropped");
       return true;
     }
     failed_.Increment(static_cast<double>(samples));
-    LOG_DEBUG(kLog, options_.name, ": ", result.status ? StrCat("HTTP ", result.status) : result.error,
+    LOG_DEBUG(kRemoteWriteLog, options_.name, ": ", result.status ? StrCat("HTTP ", result.status) : result.error,
               "; retrying in ", backoff / 1000, " ms");
     if (!SleepFor(backoff)) return false;
     backoff = std::min(backoff * 2, options_.max_backoff_us);
@@ -356,7 +356,7 @@ void RemoteWriter::Loop() {
     if (from != cache_from_) cache_.runs.clear();  // the cursor moved on its own (bound)
     auto runs = store_.ReadCommitRuns(from, upto, &cache_);
     if (!runs.ok()) {
-      LOG_ERROR(kLog, options_.name, ": reading commits ", from + 1, "..", upto, ": ", runs.status().message());
+      LOG_ERROR(kRemoteWriteLog, options_.name, ": reading commits ", from + 1, "..", upto, ": ", runs.status().message());
       cache_.runs.clear();
       cache_from_ = UINT64_MAX;
       if (!SleepFor(1'000'000)) return;
@@ -367,7 +367,7 @@ void RemoteWriter::Loop() {
     // repeated sample as a no-op.
     auto collectives = store_.ReadCollectiveCommits(from, upto);
     if (!collectives.ok()) {
-      LOG_ERROR(kLog, options_.name, ": reading collective records ", from + 1, "..", upto, ": ",
+      LOG_ERROR(kRemoteWriteLog, options_.name, ": reading collective records ", from + 1, "..", upto, ": ",
                 collectives.status().message());
       cache_.runs.clear();
       cache_from_ = UINT64_MAX;

@@ -4,7 +4,7 @@
 
 namespace rocefab::collector {
 namespace {
-constexpr char kLog[] = "observe";
+constexpr char kObserverLog[] = "observe";
 }
 
 Observer::Observer(Queue<StoredBatch>& input, LatestValues& latest, Detectors* detectors,
@@ -100,7 +100,7 @@ void Observer::Evaluate() {
     if (a.detected_us() == a.updated_us() && a.end_us() == 0) metrics_.anomalies_opened.Increment();
   if (auto status = store_.anomalies().Write(changes); !status.ok()) {
     metrics_.store_errors.Increment();
-    LOG_ERROR(kLog, "storing anomalies: ", status.message());
+    LOG_ERROR(kObserverLog, "storing anomalies: ", status.message());
   }
   metrics_.anomalies_active.Set(static_cast<double>(detectors_->active_count()));
   if (evaluated_) evaluated_(*detectors_, context);

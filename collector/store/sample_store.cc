@@ -10,7 +10,7 @@
 namespace rocefab::collector {
 namespace {
 
-constexpr char kLog[] = "store";
+constexpr char kSampleStoreLog[] = "store";
 using sqlite::FromDb;
 using sqlite::ToDb;
 
@@ -51,7 +51,7 @@ absl::StatusOr<std::vector<DecodedRun>> ReadSelected(sqlite3* db, sqlite::Stmt& 
   for (DecodedRun& run : out) {
     if (auto s = DecodeRun(db, &run); !s.ok()) {
       // One damaged run must not hide every other: skip it, loudly.
-      LOG_ERROR(kLog, "skipping unreadable sample run ", run.run_id, ": ", s.message());
+      LOG_ERROR(kSampleStoreLog, "skipping unreadable sample run ", run.run_id, ": ", s.message());
       run.polls.clear();
     }
   }
@@ -467,7 +467,7 @@ absl::StatusOr<int> SampleStore::Seal(int64_t now_us, int max_runs) {
   while (!to_seal_.empty() && sealed < max_runs) {
     const int64_t id = to_seal_.front();
     if (auto s = SealRun(id); !s.ok()) {
-      LOG_WARN(kLog, "sealing sample run ", id, ": ", s.message(), " (left as parts)");
+      LOG_WARN(kSampleStoreLog, "sealing sample run ", id, ": ", s.message(), " (left as parts)");
     }
     to_seal_.erase(to_seal_.begin());
     ++sealed;
@@ -599,7 +599,7 @@ absl::StatusOr<std::vector<DecodedRun>> SampleStore::ReadCommits(sqlite3* db, ui
     }
     if (!damaged.ok()) {
       // One damaged run must not hide every other: skip it, loudly.
-      LOG_ERROR(kLog, "skipping unreadable sample run ", id, ": ", damaged.message());
+      LOG_ERROR(kSampleStoreLog, "skipping unreadable sample run ", id, ": ", damaged.message());
       continue;
     }
     DecodedRun run;
