@@ -16,8 +16,13 @@ all: build
 deps:
 	@bash scripts/install-deps.sh
 
+# Ninja starts a target's compiles before the libraries it links are done,
+# where make waits for each one (docs/performance.md, "Building"). A build
+# directory configured earlier keeps its own generator.
+GENERATOR = $(if $(wildcard $(BUILD_DIR)/CMakeCache.txt),,-G Ninja)
+
 configure: deps
-	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	@cmake -S . -B $(BUILD_DIR) $(GENERATOR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
 	  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 
 build: configure

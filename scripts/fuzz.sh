@@ -32,7 +32,9 @@ fi
 bash "$src/scripts/install-deps.sh"
 
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -g -O1"
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+generator=()
+[ -f "$build/CMakeCache.txt" ] || generator=(-G Ninja)
+cmake -S "$src" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
   -DCMAKE_CXX_COMPILER=clang++ "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_C_FLAGS=$flags" \
   -DROCEFAB_FUZZ=ON -DROCEFAB_BUILD_BENCH=OFF >/dev/null
 targets=${TARGETS:-$(cd "$src/fuzz" && ls *_fuzz.cc | sed 's/_fuzz\.cc$//' | tr '\n' ' ')}

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config ccache git
+  build-essential cmake ninja-build pkg-config ccache git
   libgrpc++-dev libssl-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   prometheus-cpp-dev
   # The /metrics server (HTTP and HTTPS through GnuTLS).
