@@ -167,9 +167,10 @@ v1::PlaybookRun RunPlaybook(const v1::Playbook& pb, const std::string& target, b
       return true;
     }
     if (s.action() == "silence") {
-      const int64_t until = env.NowUs() + Us(s.duration(), 3600'000'000);
+      const int64_t for_us = Us(s.duration(), 3600'000'000);
+      const int64_t until = env.NowUs() + for_us;
       if (dry_run) {
-        log(StrCat("would silence alerts on ", target, " for ", FormatDurationUs(until - env.NowUs())));
+        log(StrCat("would silence alerts on ", target, " for ", FormatDurationUs(for_us)));
         return true;
       }
       auto id = env.Silence(target, until, s.comment().empty() ? reason : s.comment());

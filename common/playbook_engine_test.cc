@@ -53,7 +53,7 @@ class FakeEnv final : public PlaybookEnv {
   }
   absl::StatusOr<uint64_t> Silence(const std::string&, int64_t, const std::string&) override { return ++silences; }
   absl::StatusOr<bool> IsFabricLink(const std::string& port) override { return port.find("rtsw") != std::string::npos; }
-  int64_t NowUs() override { return now; }
+  int64_t NowUs() override { return now++; }  // a clock that moves between reads
   bool Pause(int64_t us) override {
     if (stopping) return false;  // a stopping daemon returns at once
     now += us;
@@ -107,6 +107,11 @@ TEST(PlaybookEngine, DryRunDescribesAndAFailedDrainStopsTheRun) {
   bool capacity_shown = false;
   for (const auto& line : run.log()) capacity_shown |= line.find("capacity check passes; it would push 2") != std::string::npos;
   EXPECT_TRUE(capacity_shown) << run.DebugString();
+  // The silence's length as the playbook states it, not as two clock reads
+  // a microsecond apart make it.
+  bool silence_shown = false;
+  for (const auto& line : run.log()) silence_shown |= line == "would silence alerts on z1-rtsw03/Ethernet44 for 1d";
+  EXPECT_TRUE(silence_shown) << run.DebugString();
   // A dry run that a precondition refuses still checks the others and
   // previews the steps, and says it would be refused.
   FakeEnv quiet;
