@@ -203,9 +203,19 @@ absl::StatusOr<v1::Policy> ValidatePolicy(v1::Policy policy) {
   const auto& wd = qos.pfc_watchdog();
   if (!wd.action().empty() && wd.action() != "drop" && wd.action() != "forward" && wd.action() != "alert")
     problems.push_back(StrCat("pfc_watchdog action '", wd.action(), "' is not drop, forward or alert"));
-  for (const auto& buffer : qos.buffer_profiles())
+  for (const auto& buffer : qos.buffer_profiles()) {
     if (buffer.xoff_bytes() + buffer.headroom_bytes() > buffer.pool_bytes() && buffer.pool_bytes() > 0)
       problems.push_back("a buffer profile's xoff plus headroom exceed its pool");
+    if ((buffer.pg_xon_bytes() != 0 || buffer.pg_headroom_bytes() != 0) != (buffer.xoff_bytes() != 0) ||
+        (buffer.xoff_bytes() != 0 && (buffer.pg_xon_bytes() == 0 || buffer.pg_headroom_bytes() == 0)))
+      problems.push_back(
+          "a buffer profile's xoff_bytes goes with pg_xon_bytes and pg_headroom_bytes (the PG's reservation "
+          "under the threshold): set all three or none");
+    if (buffer.xoff_bytes() != 0 && qos.lossless_tcs().empty() && qos.pfc_priorities().empty())
+      problems.push_back("a buffer profile's xoff_bytes needs lossless_tcs: no priority group to bind it to");
+    if (!buffer.lossless_pgs().empty())
+      problems.push_back("a buffer profile's lossless_pgs come from lossless_tcs; leave them out");
+  }
   if (!problems.empty()) {
     std::string message = "invalid policy:";
     for (const auto& p : problems) StrAppend(&message, "\n  ", p);
@@ -541,8 +551,13 @@ absl::StatusOr<std::map<std::string, v1::SwitchConfig>> Compile(const Topology& 
     if (!q.ecn().empty()) *add_qos("ecn")->mutable_qos()->mutable_ecn() = q.ecn();
     if (q.pfc_watchdog().detect_ms() != 0 || !q.pfc_watchdog().action().empty())
       *add_qos("pfc_watchdog")->mutable_qos()->mutable_pfc_watchdog() = q.pfc_watchdog();
-    for (const auto& buffer : q.buffer_profiles())
-      if (buffer.role() == sw.role()) *add_qos("buffer")->mutable_buffer() = buffer;
+    for (const auto& buffer : q.buffer_profiles()) {
+      if (buffer.role() != sw.role()) continue;
+      auto* item = add_qos("buffer")->mutable_buffer();
+      *item = buffer;
+      if (buffer.xoff_bytes() != 0)
+        *item->mutable_lossless_pgs() = q.lossless_tcs().empty() ? q.pfc_priorities() : q.lossless_tcs();
+    }
     config.set_content_hash(ContentHash(config));
     configs[sw.name()] = std::move(config);
   }

@@ -3,6 +3,8 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <gtest/gtest.h>
+
+#include <vector>
 #include <openssl/evp.h>
 
 #include <cstdio>
@@ -36,8 +38,10 @@ qos:
   strict_priority_tc: 6
   pfc_watchdog: {detect_ms: 200, restore_ms: 400, action: drop}
   buffer_profiles:
-    - {role: rtsw, pool_bytes: 32000000, xoff_bytes: 3000000, headroom_bytes: 1000000}
-    - {role: ctsw, pool_bytes: 128000000, xoff_bytes: 6000000, headroom_bytes: 2000000}
+    - {role: rtsw, pool_bytes: 32000000, xoff_bytes: 3000000, headroom_bytes: 1000000,
+       pg_xon_bytes: 19456, pg_headroom_bytes: 160000}
+    - {role: ctsw, pool_bytes: 128000000, xoff_bytes: 6000000, headroom_bytes: 2000000,
+       pg_xon_bytes: 19456, pg_headroom_bytes: 320000}
 )";
 
 const v1::ConfigItem* Item(const v1::SwitchConfig& config, const std::string& key) {
@@ -64,6 +68,10 @@ TEST(Compile, EcmpRoutesRemoteRacksOverEveryUplink) {
   EXPECT_EQ(Item(rtsw, "route/10.1.1.0/24"), nullptr);
   EXPECT_EQ(Item(rtsw, "hash")->hash().fields_size(), 5);
   EXPECT_EQ(Item(rtsw, "qos/buffer")->qos().buffer().pool_bytes(), 32000000u);
+  // The fixed XOFF threshold binds to the PGs of the lossless classes.
+  EXPECT_EQ(std::vector<uint32_t>(Item(rtsw, "qos/buffer")->qos().buffer().lossless_pgs().begin(),
+                                  Item(rtsw, "qos/buffer")->qos().buffer().lossless_pgs().end()),
+            std::vector<uint32_t>{3});
   // A CTSW reaches each rack through its parallel links to that RTSW.
   const v1::SwitchConfig& ctsw = configs->at("z1-ctsw01");
   const uint32_t g = Item(ctsw, "route/10.1.3.0/24")->route().nexthop_group();
@@ -160,7 +168,19 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"WatchdogAction", "qos: {pfc_watchdog: {action: reboot}}", "is not drop, forward or alert"},
         Bad{"ZoneTwice", "zones: [{zone: z1, scheme: ecmp}, {zone: z1, scheme: eecmp}]",
             "zone z1 listed twice"},
-        Bad{"Capacity", "min_uplink_capacity: 1.5", "min_uplink_capacity must be in (0, 1]"}),
+        Bad{"Capacity", "min_uplink_capacity: 1.5", "min_uplink_capacity must be in (0, 1]"},
+        Bad{"XoffWithoutPgHeadroom",
+            "qos: {lossless_tcs: [3], pfc_priorities: [3], buffer_profiles: [{role: rtsw, xoff_bytes: 3000000}]}",
+            "xoff_bytes goes with pg_xon_bytes and pg_headroom_bytes"},
+        Bad{"PgHeadroomWithoutXoff",
+            "qos: {buffer_profiles: [{role: rtsw, pg_xon_bytes: 19456, pg_headroom_bytes: 160000}]}",
+            "xoff_bytes goes with pg_xon_bytes and pg_headroom_bytes"},
+        Bad{"XoffWithNoLosslessClass",
+            "qos: {buffer_profiles: [{role: rtsw, xoff_bytes: 3000000, pg_xon_bytes: 1, pg_headroom_bytes: 1}]}",
+            "xoff_bytes needs lossless_tcs"},
+        Bad{"LosslessPgsInThePolicy",
+            "qos: {lossless_tcs: [3], pfc_priorities: [3], buffer_profiles: [{role: rtsw, lossless_pgs: [3]}]}",
+            "lossless_pgs come from lossless_tcs"}),
     [](const auto& info) { return info.param.name; });
 
 // `scheme: te`: E-ECMP routes as the fallback, and each override as a rule

@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/counters.h"
 #include "common/fs_root.h"
 #include "common/log.h"
@@ -388,12 +389,72 @@ absl::StatusOr<SwitchReading> SonicBackend::ReadPfcCounters() {
 namespace {
 
 constexpr char kMapName[] = "ROCEFAB";
+constexpr char kLosslessProfile[] = "ROCEFAB_LOSSLESS";
 
 // CONFIG_DB's lists: "3,4", "Ethernet0,Ethernet4".
 std::string Join(const std::vector<std::string>& parts) { return absl::StrJoin(parts, ","); }
 
 absl::Status CheckTc(uint32_t tc, const char* what) {
   if (tc >= 8) return absl::InvalidArgumentError(StrCat(what, " ", tc, " is not a traffic class 0-7"));
+  return absl::OkStatus();
+}
+
+// BUFFER_PG's key names a PG or a range of them: "3", "3-4".
+std::vector<std::string> PgRanges(const std::set<uint32_t>& pgs) {
+  std::vector<std::string> ranges;
+  for (auto it = pgs.begin(); it != pgs.end();) {
+    uint32_t first = *it, last = *it;
+    for (++it; it != pgs.end() && *it == last + 1; ++it) last = *it;
+    ranges.push_back(first == last ? std::to_string(first) : StrCat(first, "-", last));
+  }
+  return ranges;
+}
+
+// The PGs a BUFFER_PG key's range covers, or none if it is not a range.
+std::set<uint32_t> PgsOf(std::string_view range) {
+  std::set<uint32_t> pgs;
+  auto number = [](std::string_view text, uint32_t* out) {
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+    return ec == std::errc() && end == text.data() + text.size() && !text.empty();
+  };
+  const size_t dash = range.find('-');
+  uint32_t first = 0, last = 0;
+  if (!number(range.substr(0, dash), &first)) return pgs;
+  last = first;
+  if (dash != std::string_view::npos && !number(range.substr(dash + 1), &last)) return pgs;
+  for (uint32_t pg = first; pg <= last && pg < 8; ++pg) pgs.insert(pg);
+  return pgs;
+}
+
+// A fixed XOFF threshold for the lossless PGs (docs/deploy-switch-agent.md,
+// "The lossless PGs' XOFF threshold"): one BUFFER_PROFILE in static
+// threshold mode, bound to those PGs of every port.
+absl::Status PgProfileEntries(const v1::BufferProfile& b, const std::vector<std::string>& ports,
+                              std::vector<ConfigDbEntry>* out) {
+  if (b.pg_xon_bytes() == 0 || b.pg_headroom_bytes() == 0)
+    return absl::InvalidArgumentError(
+        "xoff_bytes on SONiC is a BUFFER_PROFILE bound to the lossless PGs, and that profile needs the PG's "
+        "XON and headroom: set pg_xon_bytes and pg_headroom_bytes too, or leave xoff_bytes out to keep "
+        "SONiC's own lossless profiles");
+  std::set<uint32_t> pgs;
+  for (uint32_t pg : b.lossless_pgs()) {
+    if (auto status = CheckTc(pg, "lossless PG"); !status.ok()) return status;
+    pgs.insert(pg);
+  }
+  if (pgs.empty()) return absl::InvalidArgumentError("xoff_bytes with no lossless PG to bind it to");
+  // With a shared headroom pool (the pool's xoff) a PG reserves only its XON
+  // part and draws its headroom from the shared pool; without one it
+  // reserves both (SONiC's rule for lossless profiles).
+  const uint64_t size = b.headroom_bytes() != 0 ? b.pg_xon_bytes() : b.pg_xon_bytes() + b.pg_headroom_bytes();
+  out->push_back({StrCat("BUFFER_PROFILE|", kLosslessProfile),
+                  {{"pool", "ingress_lossless_pool"},
+                   {"size", std::to_string(size)},
+                   {"xon", std::to_string(b.pg_xon_bytes())},
+                   {"xoff", std::to_string(b.pg_headroom_bytes())},
+                   {"static_th", std::to_string(b.xoff_bytes())}}});
+  for (const auto& port : ports)
+    for (const auto& range : PgRanges(pgs))
+      out->push_back({StrCat("BUFFER_PG|", port, "|", range), {{"profile", kLosslessProfile}}});
   return absl::OkStatus();
 }
 
@@ -559,6 +620,8 @@ absl::StatusOr<std::vector<ConfigDbEntry>> SonicConfigBackend::EntriesFor(
         if (b.pool_bytes() != 0) pool.fields["size"] = std::to_string(b.pool_bytes());
         if (b.headroom_bytes() != 0) pool.fields["xoff"] = std::to_string(b.headroom_bytes());
         if (!pool.fields.empty()) out.push_back(std::move(pool));
+        if (b.xoff_bytes() != 0)
+          if (auto status = PgProfileEntries(b, ports, &out); !status.ok()) return status;
       }
       return out;
     }
@@ -603,6 +666,41 @@ absl::Status SonicConfigBackend::CheckPort(const std::string& port) {
   if (!ports.ok()) return ports.status();
   if (!std::binary_search((*ports)->begin(), (*ports)->end(), port))
     return absl::FailedPreconditionError(StrCat("no port ", port, " in CONFIG_DB PORT on ", switch_name_));
+  return absl::OkStatus();
+}
+
+absl::Status SonicConfigBackend::CheckPgOverlap(const std::vector<ConfigDbEntry>& entries) {
+  std::map<std::string, std::set<uint32_t>> ours;  // port -> PGs this item binds
+  std::set<std::string> our_keys;
+  for (const auto& e : entries) {
+    if (e.key.rfind("BUFFER_PG|", 0) != 0) continue;
+    const std::vector<std::string> parts = absl::StrSplit(e.key, '|');
+    if (parts.size() != 3) continue;
+    const auto pgs = PgsOf(parts[2]);
+    ours[parts[1]].insert(pgs.begin(), pgs.end());
+    our_keys.insert(e.key);
+  }
+  if (ours.empty()) return absl::OkStatus();
+  std::string cursor = "0";
+  do {
+    auto reply = config_.Command({"SCAN", cursor, "MATCH", "BUFFER_PG|*", "COUNT", "1000"});
+    if (!reply.ok()) return reply.status();
+    if (reply->type != RedisReply::Type::kArray || reply->elements.size() != 2)
+      return absl::InternalError("CONFIG_DB: SCAN gave an unexpected reply");
+    cursor = reply->elements[0].str;
+    for (const auto& key : reply->elements[1].elements) {
+      if (our_keys.count(key.str)) continue;
+      const std::vector<std::string> parts = absl::StrSplit(key.str, '|');
+      if (parts.size() != 3) continue;
+      auto port = ours.find(parts[1]);
+      if (port == ours.end()) continue;
+      for (uint32_t pg : PgsOf(parts[2]))
+        if (port->second.count(pg))
+          return absl::FailedPreconditionError(
+              StrCat(key.str, " already binds PG ", pg, ", which rocefab's lossless profile binds under another key; "
+                     "make the policy's lossless_tcs the same PGs (", parts[2], "), or remove that entry"));
+    }
+  } while (cursor != "0");
   return absl::OkStatus();
 }
 
@@ -685,6 +783,7 @@ absl::Status SonicConfigBackend::Install(const v1::ConfigItem& item) {
   }
   auto entries = EntriesFor(item, ports, groups_);
   if (!entries.ok()) return entries.status();
+  if (auto status = CheckPgOverlap(*entries); !status.ok()) return status;
   Owned now;
   for (const auto& e : *entries)
     for (const auto& [field, _] : e.fields) now.emplace(e.key, field);

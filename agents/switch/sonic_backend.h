@@ -113,6 +113,9 @@ class SonicConfigBackend final : public ConfigBackend {
   // ends one), for the QoS fan-out and every port check.
   absl::StatusOr<const std::vector<std::string>*> Ports();
   absl::Status CheckPort(const std::string& port);
+  // A BUFFER_PG key of another range that binds one of the PGs `entries`
+  // bind on the same port would give a PG two profiles: refused.
+  absl::Status CheckPgOverlap(const std::vector<ConfigDbEntry>& entries);
   // Writes `entries` (and deletes the fields of `stale`) in one transaction,
   // then reads them back.
   absl::Status Write(const std::vector<ConfigDbEntry>& entries, const Owned& stale);

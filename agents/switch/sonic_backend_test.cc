@@ -322,6 +322,78 @@ TEST_F(SonicBackendTest, AnApplyWritesExactlyTheseConfigDbKeys) {
   EXPECT_EQ(Dump(layout_.config_db).at("STATIC_ROUTE|default|10.1.0.0/24").at("nexthop"), "100.64.0.1");
 }
 
+// The buffer item with a fixed XOFF threshold, as the compiler sends it.
+v1::SwitchConfig WithXoffThreshold(uint64_t generation, std::vector<uint32_t> lossless_pgs) {
+  v1::SwitchConfig config = FullConfig(generation);
+  for (auto& item : *config.mutable_items()) {
+    if (item.key() != "qos/buffer") continue;
+    auto* buffer = item.mutable_qos()->mutable_buffer();
+    buffer->set_xoff_bytes(3'000'000);
+    buffer->set_pg_xon_bytes(19'456);
+    buffer->set_pg_headroom_bytes(160'000);
+    for (uint32_t pg : lossless_pgs) buffer->add_lossless_pgs(pg);
+  }
+  return config;
+}
+
+TEST_F(SonicBackendTest, AFixedXoffThresholdIsAProfileBoundToTheLosslessPgsOfEveryPort) {
+  SonicConfigBackend backend(layout_, "z1-ctsw01");
+  ConfigApplier applier("z1-ctsw01", backend, "");
+  auto response = applier.Apply(WithXoffThreshold(1, {3, 4}));
+  ASSERT_TRUE(response.ok()) << response.error();
+  const Snapshot after = Dump(layout_.config_db);
+  // With a shared headroom pool (headroom_bytes) the PG reserves only its XON part.
+  const std::map<std::string, std::string> profile = {{"pool", "ingress_lossless_pool"},
+                                                      {"size", "19456"},
+                                                      {"xon", "19456"},
+                                                      {"xoff", "160000"},
+                                                      {"static_th", "3000000"}};
+  EXPECT_EQ(after.at("BUFFER_PROFILE|ROCEFAB_LOSSLESS"), profile);
+  for (const char* port : {"Ethernet0", "Ethernet4"}) {
+    const std::string key = std::string("BUFFER_PG|") + port + "|3-4";
+    ASSERT_TRUE(after.count(key)) << key;
+    EXPECT_EQ(after.at(key).at("profile"), "ROCEFAB_LOSSLESS");
+  }
+
+  // Taking the threshold out deletes the profile and its bindings.
+  ASSERT_TRUE(applier.Apply(FullConfig(2)).ok());
+  const Snapshot later = Dump(layout_.config_db);
+  EXPECT_FALSE(later.count("BUFFER_PROFILE|ROCEFAB_LOSSLESS"));
+  EXPECT_FALSE(later.count("BUFFER_PG|Ethernet0|3-4"));
+}
+
+TEST_F(SonicBackendTest, PgsThatAreNotARangeGetAKeyEachAndAnOverlapIsRefused) {
+  v1::ConfigItem item;
+  item.set_key("qos/buffer");
+  *item.mutable_qos()->mutable_buffer() = WithXoffThreshold(1, {3, 5}).items().rbegin()->qos().buffer();
+  auto mapped = SonicConfigBackend::EntriesFor(item, {"Ethernet0"}, {});
+  ASSERT_TRUE(mapped.ok()) << mapped.status();
+  std::set<std::string> keys;
+  for (const auto& e : *mapped) keys.insert(e.key);
+  EXPECT_TRUE(keys.count("BUFFER_PG|Ethernet0|3") && keys.count("BUFFER_PG|Ethernet0|5")) << keys.size();
+  for (const auto& e : *mapped)
+    if (e.key == "BUFFER_PROFILE|ROCEFAB_LOSSLESS") EXPECT_EQ(e.fields.at("size"), "19456");
+
+  // SONiC's own lossless entry binds PGs 3-4: a profile for PG 3 alone
+  // would give PG 3 two profiles, so the item fails and nothing is written.
+  // Keys that name no PG range are not rocefab's to judge, and block nothing.
+  Run(layout_.config_db, {{"HSET", "BUFFER_PG|Ethernet0|3-4", "profile", "NULL"},
+                          {"HSET", "BUFFER_PG|Ethernet4|junk", "profile", "NULL"},
+                          {"HSET", "BUFFER_PG|Ethernet4|3-", "profile", "NULL"},
+                          {"HSET", "BUFFER_PG|Ethernet4", "profile", "NULL"}});
+  const Snapshot before = Dump(layout_.config_db);
+  SonicConfigBackend backend(layout_, "z1-ctsw01");
+  ConfigApplier applier("z1-ctsw01", backend, "");
+  auto response = applier.Apply(WithXoffThreshold(1, {3}));
+  ASSERT_FALSE(response.ok());
+  EXPECT_NE(response.error().find("BUFFER_PG|Ethernet0|3-4 already binds PG 3"), std::string::npos)
+      << response.error();
+  EXPECT_EQ(Dump(layout_.config_db), before);
+  // The same PGs as SONiC's entry take it over.
+  ASSERT_TRUE(applier.Apply(WithXoffThreshold(2, {3, 4})).ok());
+  EXPECT_EQ(Dump(layout_.config_db).at("BUFFER_PG|Ethernet0|3-4").at("profile"), "ROCEFAB_LOSSLESS");
+}
+
 TEST_F(SonicBackendTest, AFailedItemRollsTheWholeApplyBack) {
   SonicConfigBackend backend(layout_, "z1-ctsw01");
   ConfigApplier applier("z1-ctsw01", backend, "");
@@ -410,6 +482,12 @@ TEST(SonicConfigEntries, RefusesWhatSonicWouldRefuse) {
   item.Clear();
   item.mutable_rule()->set_priority(100);
   EXPECT_TRUE(absl::IsUnimplemented(SonicConfigBackend::EntriesFor(item, ports, {}).status()));
+  item.Clear();
+  item.mutable_qos()->mutable_buffer()->set_xoff_bytes(3'000'000);
+  item.mutable_qos()->mutable_buffer()->add_lossless_pgs(3);
+  auto refused = SonicConfigBackend::EntriesFor(item, ports, {});
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status()));
+  EXPECT_NE(std::string(refused.status().message()).find("pg_xon_bytes"), std::string::npos) << refused.status();
   item.Clear();
   item.mutable_route()->set_prefix("10.0.0.0/24");
   item.mutable_route()->set_nexthop_group(7);
