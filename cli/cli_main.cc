@@ -1,5 +1,7 @@
 // rocefab: the operator's command line. Tables for people, -o json for
 // scripts; the exit codes are cli/commands.h's ExitCode.
+#include "common/program_main.h"
+
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <string_view>
@@ -55,7 +57,7 @@ std::string UnknownCommandHint(CLI::App& app, int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int RocefabCliMain(int argc, char** argv) {
   using namespace rocefab::cli;
   CLI::App app{"rocefab: troubleshoot the RoCE training fabric and drive its controller."};
   app.require_subcommand(1);

@@ -7,6 +7,8 @@
 //   export:  /metrics (LatestValues, DiagnosisMetrics), Alerter, remote-write
 //   query:   QueryService reads the Store's reader connection
 // main only wires them, starts them in that order and stops them in reverse.
+#include "common/program_main.h"
+
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -35,7 +37,7 @@
 #include "common/sd_notify.h"
 
 
-int main(int argc, char** argv) {
+int RocefabCollectordMain(int argc, char** argv) {
   using namespace rocefab;
   CLI::App app{
       "rocefab-collectord: receives telemetry from rocefab-hostd and rocefab-switchd, stores it "

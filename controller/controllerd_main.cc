@@ -2,6 +2,8 @@
 // desired config and rolls it out to the switch agents.
 //
 //   CLI -> Controller service -> Store (SQLite) and SwitchAgent stubs
+#include "common/program_main.h"
+
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -26,7 +28,7 @@
 #include "controller/store.h"
 #include "controller/te_loop.h"
 
-int main(int argc, char** argv) {
+int RocefabControllerdMain(int argc, char** argv) {
   using namespace rocefab;
   constexpr char kProgram[] = "rocefab-controllerd";
   CLI::App app{"rocefab-controllerd: compiles routing (ecmp, eecmp, path-pinning, te) and QoS policy "

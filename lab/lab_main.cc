@@ -1,5 +1,7 @@
 // rocefab-lab: the fabric emulator. Generates topologies and runs scenarios
 // against the real daemons.
+#include "common/program_main.h"
+
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -147,7 +149,7 @@ int RunWhatIfCommand(const rocefab::cli::GlobalOptions& g, const std::string& jo
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int RocefabLabMain(int argc, char** argv) {
   using namespace rocefab;
   CLI::App app{"rocefab-lab: emulates an AI-training RoCE fabric on one machine and drives the "
                "real rocefab daemons with it."};

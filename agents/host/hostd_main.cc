@@ -2,6 +2,8 @@
 // shipper and the poll loop; the logic lives in the modules.
 //
 //   Poll loop (io thread) -> TelemetryShipper queue -> collector stream
+#include "common/program_main.h"
+
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -57,7 +59,7 @@ void PrintTable(const rocefab::hostd::HostSnapshot& snapshot) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int RocefabHostdMain(int argc, char** argv) {
   using namespace rocefab;
   CLI::App app{
       "rocefab-hostd: reads RDMA NIC counters (sysfs), PFC/pause statistics (ethtool) and link "

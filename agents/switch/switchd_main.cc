@@ -2,6 +2,8 @@
 // the poll loop.
 //
 //   Poll loop (io thread) -> TelemetryShipper queue -> collector stream
+#include "common/program_main.h"
+
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -27,7 +29,7 @@
 #include "common/metrics.h"
 #include "common/sd_notify.h"
 
-int main(int argc, char** argv) {
+int RocefabSwitchdMain(int argc, char** argv) {
   using namespace rocefab;
   constexpr char kProgram[] = "rocefab-switchd";
   CLI::App app{

@@ -1,0 +1,5 @@
+// The program's body is RocefabCollectordMain in collectord_main.cc, compiled with its library
+// (common/program_main.h says why).
+#include "common/program_main.h"
+
+int main(int argc, char** argv) { return RocefabCollectordMain(argc, argv); }
