@@ -646,16 +646,10 @@ absl::Status SonicConfigBackend::Ready() {
 
 absl::StatusOr<const std::vector<std::string>*> SonicConfigBackend::Ports() {
   if (ports_) return &*ports_;
+  auto keys = ScanKeys("PORT|*");
+  if (!keys.ok()) return keys.status();
   std::set<std::string> ports;
-  std::string cursor = "0";
-  do {
-    auto reply = config_.Command({"SCAN", cursor, "MATCH", "PORT|*", "COUNT", "1000"});
-    if (!reply.ok()) return reply.status();
-    if (reply->type != RedisReply::Type::kArray || reply->elements.size() != 2)
-      return absl::InternalError("CONFIG_DB: SCAN gave an unexpected reply");
-    cursor = reply->elements[0].str;
-    for (const auto& key : reply->elements[1].elements) ports.insert(key.str.substr(5));
-  } while (cursor != "0");
+  for (const auto& key : *keys) ports.insert(key.substr(5));
   if (ports.empty()) return absl::FailedPreconditionError("CONFIG_DB has no PORT table");
   ports_.emplace(ports.begin(), ports.end());  // sorted
   return &*ports_;
@@ -681,27 +675,35 @@ absl::Status SonicConfigBackend::CheckPgOverlap(const std::vector<ConfigDbEntry>
     our_keys.insert(e.key);
   }
   if (ours.empty()) return absl::OkStatus();
+  auto keys = ScanKeys("BUFFER_PG|*");
+  if (!keys.ok()) return keys.status();
+  for (const auto& key : *keys) {
+    if (our_keys.count(key)) continue;
+    const std::vector<std::string> parts = absl::StrSplit(key, '|');
+    if (parts.size() != 3) continue;
+    auto port = ours.find(parts[1]);
+    if (port == ours.end()) continue;
+    for (uint32_t pg : PgsOf(parts[2]))
+      if (port->second.count(pg))
+        return absl::FailedPreconditionError(
+            StrCat(key, " already binds PG ", pg, ", which rocefab's lossless profile binds under another key; "
+                   "make the policy's lossless_tcs the same PGs (", parts[2], "), or remove that entry"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> SonicConfigBackend::ScanKeys(const std::string& pattern) {
+  std::vector<std::string> keys;
   std::string cursor = "0";
   do {
-    auto reply = config_.Command({"SCAN", cursor, "MATCH", "BUFFER_PG|*", "COUNT", "1000"});
+    auto reply = config_.Command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
     if (!reply.ok()) return reply.status();
     if (reply->type != RedisReply::Type::kArray || reply->elements.size() != 2)
       return absl::InternalError("CONFIG_DB: SCAN gave an unexpected reply");
     cursor = reply->elements[0].str;
-    for (const auto& key : reply->elements[1].elements) {
-      if (our_keys.count(key.str)) continue;
-      const std::vector<std::string> parts = absl::StrSplit(key.str, '|');
-      if (parts.size() != 3) continue;
-      auto port = ours.find(parts[1]);
-      if (port == ours.end()) continue;
-      for (uint32_t pg : PgsOf(parts[2]))
-        if (port->second.count(pg))
-          return absl::FailedPreconditionError(
-              StrCat(key.str, " already binds PG ", pg, ", which rocefab's lossless profile binds under another key; "
-                     "make the policy's lossless_tcs the same PGs (", parts[2], "), or remove that entry"));
-    }
+    for (const auto& key : reply->elements[1].elements) keys.push_back(key.str);
   } while (cursor != "0");
-  return absl::OkStatus();
+  return keys;
 }
 
 absl::Status SonicConfigBackend::Verify(const std::vector<ConfigDbEntry>& entries) {

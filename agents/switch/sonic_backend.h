@@ -116,6 +116,9 @@ class SonicConfigBackend final : public ConfigBackend {
   // A BUFFER_PG key of another range that binds one of the PGs `entries`
   // bind on the same port would give a PG two profiles: refused.
   absl::Status CheckPgOverlap(const std::vector<ConfigDbEntry>& entries);
+  // Every CONFIG_DB key matching `pattern`, by SCAN (never KEYS, which
+  // would block SONiC's other clients on a large database).
+  absl::StatusOr<std::vector<std::string>> ScanKeys(const std::string& pattern);
   // Writes `entries` (and deletes the fields of `stale`) in one transaction,
   // then reads them back.
   absl::Status Write(const std::vector<ConfigDbEntry>& entries, const Owned& stale);
