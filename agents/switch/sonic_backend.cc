@@ -663,7 +663,8 @@ absl::Status SonicConfigBackend::CheckPort(const std::string& port) {
   return absl::OkStatus();
 }
 
-absl::Status SonicConfigBackend::CheckPgOverlap(const std::vector<ConfigDbEntry>& entries) {
+absl::Status SonicConfigBackend::CheckPgOverlap(const std::vector<ConfigDbEntry>& entries,
+                                                const std::set<std::string>& replaced) {
   std::map<std::string, std::set<uint32_t>> ours;  // port -> PGs this item binds
   std::set<std::string> our_keys;
   for (const auto& e : entries) {
@@ -678,7 +679,7 @@ absl::Status SonicConfigBackend::CheckPgOverlap(const std::vector<ConfigDbEntry>
   auto keys = ScanKeys("BUFFER_PG|*");
   if (!keys.ok()) return keys.status();
   for (const auto& key : *keys) {
-    if (our_keys.count(key)) continue;
+    if (our_keys.count(key) || replaced.count(key)) continue;
     const std::vector<std::string> parts = absl::StrSplit(key, '|');
     if (parts.size() != 3) continue;
     auto port = ours.find(parts[1]);
@@ -785,7 +786,10 @@ absl::Status SonicConfigBackend::Install(const v1::ConfigItem& item) {
   }
   auto entries = EntriesFor(item, ports, groups_);
   if (!entries.ok()) return entries.status();
-  if (auto status = CheckPgOverlap(*entries); !status.ok()) return status;
+  std::set<std::string> replaced;  // what this item wrote before: its stale fields go in the same transaction
+  if (auto it = owned_.find(item.key()); it != owned_.end())
+    for (const auto& [key, _] : it->second) replaced.insert(key);
+  if (auto status = CheckPgOverlap(*entries, replaced); !status.ok()) return status;
   Owned now;
   for (const auto& e : *entries)
     for (const auto& [field, _] : e.fields) now.emplace(e.key, field);

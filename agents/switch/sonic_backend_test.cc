@@ -355,11 +355,18 @@ TEST_F(SonicBackendTest, AFixedXoffThresholdIsAProfileBoundToTheLosslessPgsOfEve
     EXPECT_EQ(after.at(key).at("profile"), "ROCEFAB_LOSSLESS");
   }
 
+  // Fewer lossless PGs: the item's own earlier key is replaced, not an overlap.
+  auto fewer = applier.Apply(WithXoffThreshold(2, {3}));
+  ASSERT_TRUE(fewer.ok()) << fewer.error();
+  EXPECT_FALSE(Dump(layout_.config_db).count("BUFFER_PG|Ethernet0|3-4"));
+  EXPECT_EQ(Dump(layout_.config_db).at("BUFFER_PG|Ethernet0|3").at("profile"), "ROCEFAB_LOSSLESS");
+
   // Taking the threshold out deletes the profile and its bindings.
-  ASSERT_TRUE(applier.Apply(FullConfig(2)).ok());
+  ASSERT_TRUE(applier.Apply(FullConfig(3)).ok());
   const Snapshot later = Dump(layout_.config_db);
   EXPECT_FALSE(later.count("BUFFER_PROFILE|ROCEFAB_LOSSLESS"));
   EXPECT_FALSE(later.count("BUFFER_PG|Ethernet0|3-4"));
+  EXPECT_FALSE(later.count("BUFFER_PG|Ethernet0|3"));
 }
 
 TEST_F(SonicBackendTest, PgsThatAreNotARangeGetAKeyEachAndAnOverlapIsRefused) {
