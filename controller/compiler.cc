@@ -206,8 +206,9 @@ absl::StatusOr<v1::Policy> ValidatePolicy(v1::Policy policy) {
   for (const auto& buffer : qos.buffer_profiles()) {
     if (buffer.xoff_bytes() + buffer.headroom_bytes() > buffer.pool_bytes() && buffer.pool_bytes() > 0)
       problems.push_back("a buffer profile's xoff plus headroom exceed its pool");
-    if ((buffer.pg_xon_bytes() != 0 || buffer.pg_headroom_bytes() != 0) != (buffer.xoff_bytes() != 0) ||
-        (buffer.xoff_bytes() != 0 && (buffer.pg_xon_bytes() == 0 || buffer.pg_headroom_bytes() == 0)))
+    const int threshold_fields =
+        (buffer.xoff_bytes() != 0) + (buffer.pg_xon_bytes() != 0) + (buffer.pg_headroom_bytes() != 0);
+    if (threshold_fields != 0 && threshold_fields != 3)
       problems.push_back(
           "a buffer profile's xoff_bytes goes with pg_xon_bytes and pg_headroom_bytes (the PG's reservation "
           "under the threshold): set all three or none");

@@ -664,7 +664,7 @@ absl::Status SonicConfigBackend::CheckPort(const std::string& port) {
 }
 
 absl::Status SonicConfigBackend::CheckPgOverlap(const std::vector<ConfigDbEntry>& entries,
-                                                const std::set<std::string>& replaced) {
+                                                const std::string& item_key) {
   std::map<std::string, std::set<uint32_t>> ours;  // port -> PGs this item binds
   std::set<std::string> our_keys;
   for (const auto& e : entries) {
@@ -676,6 +676,10 @@ absl::Status SonicConfigBackend::CheckPgOverlap(const std::vector<ConfigDbEntry>
     our_keys.insert(e.key);
   }
   if (ours.empty()) return absl::OkStatus();
+  // The item's own earlier keys go, stale, in the same transaction.
+  std::set<std::string> replaced;
+  if (auto it = owned_.find(item_key); it != owned_.end())
+    for (const auto& [key, _] : it->second) replaced.insert(key);
   auto keys = ScanKeys("BUFFER_PG|*");
   if (!keys.ok()) return keys.status();
   for (const auto& key : *keys) {
@@ -786,10 +790,7 @@ absl::Status SonicConfigBackend::Install(const v1::ConfigItem& item) {
   }
   auto entries = EntriesFor(item, ports, groups_);
   if (!entries.ok()) return entries.status();
-  std::set<std::string> replaced;  // what this item wrote before: its stale fields go in the same transaction
-  if (auto it = owned_.find(item.key()); it != owned_.end())
-    for (const auto& [key, _] : it->second) replaced.insert(key);
-  if (auto status = CheckPgOverlap(*entries, replaced); !status.ok()) return status;
+  if (auto status = CheckPgOverlap(*entries, item.key()); !status.ok()) return status;
   Owned now;
   for (const auto& e : *entries)
     for (const auto& [field, _] : e.fields) now.emplace(e.key, field);

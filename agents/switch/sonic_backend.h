@@ -114,10 +114,9 @@ class SonicConfigBackend final : public ConfigBackend {
   absl::StatusOr<const std::vector<std::string>*> Ports();
   absl::Status CheckPort(const std::string& port);
   // A BUFFER_PG key of another range that binds one of the PGs `entries`
-  // bind on the same port would give a PG two profiles: refused. Keys in
-  // `replaced` (the item's own earlier ones, deleted as it is rewritten)
-  // do not count.
-  absl::Status CheckPgOverlap(const std::vector<ConfigDbEntry>& entries, const std::set<std::string>& replaced);
+  // bind on the same port would give a PG two profiles: refused. The keys
+  // item `item_key` wrote before (deleted as it is rewritten) do not count.
+  absl::Status CheckPgOverlap(const std::vector<ConfigDbEntry>& entries, const std::string& item_key);
   // Every CONFIG_DB key matching `pattern`, by SCAN (never KEYS, which
   // would block SONiC's other clients on a large database).
   absl::StatusOr<std::vector<std::string>> ScanKeys(const std::string& pattern);
