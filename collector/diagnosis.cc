@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "common/clock.h"
 #include "common/stats.h"
@@ -65,10 +66,13 @@ Drop FindDrop(const std::vector<double>& v) {
 
 // Timing: a cause starts when the job's trouble starts. 1 when [start,
 // end) began from 5 s after to `lead_us` before a degraded interval, 0.85
-// when it only overlaps one, 0.6 otherwise; 1 with no degraded interval.
-double TimingFactor(const v1::DiagnoseJobResponse& out, int64_t start_us, int64_t end_us, int64_t window_end_us,
-                    int64_t lead_us) {
-  if (out.degraded_size() == 0) return 1;
+// when it only overlaps one, 0.6 otherwise. With no degraded interval the
+// window is the trouble asked about: 1 when it began from `lead_us` before
+// the window on, 0.85 when it was already there (the news ranks first among
+// equals; an old condition is still listed).
+double TimingFactor(const v1::DiagnoseJobResponse& out, int64_t start_us, int64_t end_us, int64_t window_start_us,
+                    int64_t window_end_us, int64_t lead_us) {
+  if (out.degraded_size() == 0) return start_us >= window_start_us - lead_us ? 1.0 : 0.85;
   double best = 0.6;
   for (const auto& d : out.degraded()) {
     const int64_t lead = d.start_us() - start_us;
@@ -331,7 +335,7 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
     const bool symptom = a.caused_by() != 0 && by_id.count(a.caused_by());
     if (symptom) c *= 0.35;
     f.set_role(symptom ? "symptom" : "cause");
-    c *= TimingFactor(out, a.start_us(), a.end_us(), in.window_end_us, 10'000'000);
+    c *= TimingFactor(out, a.start_us(), a.end_us(), in.window_start_us, in.window_end_us, 10'000'000);
     f.set_confidence(std::clamp(c, 0.0, 0.99));
     findings.push_back(std::move(f));
   }
@@ -352,8 +356,9 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
     // A drain that cuts one of the job's NICs off is near certain; a
     // capacity or config change on its paths is a suspect.
     double base = drain && nic_link && c.in_effect() ? 0.97 : drain ? 0.5 : c.action() == "undrain" ? 0.3 : 0.45;
-    // A change lasts as long as it is in effect.
-    base *= TimingFactor(out, c.at_us(), c.in_effect() ? 0 : c.at_us(), in.window_end_us, 30'000'000);
+    // A change lasts as long as it is in effect, and one in effect is news
+    // whenever it was made (window start 0).
+    base *= TimingFactor(out, c.at_us(), c.in_effect() ? 0 : c.at_us(), 0, in.window_end_us, 30'000'000);
     f.set_confidence(std::clamp(base, 0.0, 0.99));
     f.set_summary(StrCat(c.action(), " of ", c.target(), " by ", c.who(), " at ", FormatUtcTimeOfDay(c.at_us()),
                          c.why().empty() ? "" : StrCat(": ", c.why()),
@@ -365,6 +370,17 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
     ev->set_note(StrCat("rocefab config history: ", c.action(), " by ", c.who()));
     findings.push_back(std::move(f));
   }
+  // A link that went down as part of a flap is one fault: the flap is the
+  // cause, its down a sign of it, never a second root cause.
+  std::set<std::string> flapping;
+  for (const v1::Finding& f : findings)
+    if (f.kind() == "link_flap" && f.role() == "cause") flapping.insert(f.entity());
+  for (v1::Finding& f : findings)
+    if (f.kind() == "link_down" && f.role() == "cause" && flapping.count(f.entity())) {
+      f.set_role("symptom");
+      f.set_confidence(f.confidence() * 0.35);
+      f.set_summary(StrCat(f.summary(), "; part of the link_flap on ", f.entity()));
+    }
   RankFindings(findings);
   for (auto& f : findings) *out.add_findings() = std::move(f);
 

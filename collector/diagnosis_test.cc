@@ -356,6 +356,60 @@ TEST(DiagnoseTest, WithSeveralFaultsEveryRootCauseRanksBeforeAnyConsequence) {
   for (int i = 0; i < 3; ++i) EXPECT_FALSE(d.findings(i).playbook().empty());
 }
 
+// A flap's first down and the flap are one fault on one link: a straggler
+// that overlaps it is the second root cause, not third behind the down.
+TEST(DiagnoseTest, ALinkDownOfAFlappingLinkIsTheFlapsSignNotASecondCause) {
+  auto topo = Topology::FromYaml(kDiagnosisTopology, "test");
+  ASSERT_TRUE(topo.ok());
+  DiagnoseInput in;
+  in.job = TwoRackJob();
+  in.footprint = JobFootprint(topo->get(), in.job, {});
+  const int64_t t = 1'800'000'000'000'000;
+  in.window_start_us = t - 2'000'000;
+  in.window_end_us = t + 20'000'000;
+  v1::Anomaly straggler = Make(3, "straggler", "z1-r01-h1/gpu0", t, v1::SEVERITY_WARNING);
+  straggler.set_job("4711");
+  straggler.set_magnitude(0.1);
+  in.anomalies = {straggler, Make(1, "link_down", "z1-rtsw01/Ethernet8", t + 7'000'000),
+                  Make(2, "link_flap", "z1-rtsw01/Ethernet8", t + 7'500'000)};
+  const v1::DiagnoseJobResponse d = Diagnose(in);
+  ASSERT_EQ(d.findings_size(), 3);
+  EXPECT_EQ((std::set<std::string>{d.findings(0).kind(), d.findings(1).kind()}),
+            (std::set<std::string>{"link_flap", "straggler"}));
+  EXPECT_EQ(d.findings(2).kind(), "link_down");
+  EXPECT_EQ(d.findings(2).role(), "symptom");
+  // A down on another link is its own cause.
+  in.anomalies[1].set_entity("z1-rtsw01/Ethernet12");
+  const v1::DiagnoseJobResponse other = Diagnose(in);
+  for (const auto& f : other.findings()) EXPECT_EQ(f.role(), "cause") << f.kind();
+}
+
+// With no degraded interval, the window is the trouble asked about: what
+// began in it ranks before an equal finding that was there already.
+TEST(DiagnoseTest, WithNoDegradationWhatBeganInTheWindowRanksBeforeAnOldEqualFinding) {
+  auto topo = Topology::FromYaml(kDiagnosisTopology, "test");
+  ASSERT_TRUE(topo.ok());
+  DiagnoseInput in;
+  in.job = TwoRackJob();
+  in.footprint = JobFootprint(topo->get(), in.job, {});
+  const int64_t t = 1'800'000'000'000'000;
+  in.window_start_us = t - 2'000'000;
+  in.window_end_us = t + 20'000'000;
+  in.onset_only = true;
+  v1::Anomaly old_one = Make(1, "ecmp_imbalance", "z1-rtsw02", t - 30'000'000, v1::SEVERITY_WARNING);
+  old_one.set_magnitude(0.9);
+  v1::Anomaly new_one = Make(2, "ecmp_imbalance", "z1-rtsw01", t + 500'000, v1::SEVERITY_WARNING);
+  new_one.set_magnitude(0.3);
+  in.anomalies = {old_one, new_one};
+  const v1::DiagnoseJobResponse d = Diagnose(in);
+  ASSERT_EQ(d.findings_size(), 2) << "the old one still lasts, so it is still listed";
+  EXPECT_EQ(d.findings(0).entity(), "z1-rtsw01");
+  EXPECT_EQ(d.findings(1).entity(), "z1-rtsw02");
+  // An old condition of a stronger kind still outranks a new weak one.
+  in.anomalies[0].set_kind("pfc_storm");
+  EXPECT_EQ(Diagnose(in).findings(0).entity(), "z1-rtsw02");
+}
+
 TEST(DiagnoseTest, HealthyJobWithNothingOnItsPaths) {
   DiagnoseInput in;
   in.job = TwoRackJob();
