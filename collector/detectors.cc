@@ -557,9 +557,13 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   };
   std::unordered_map<std::string, Imbalance> device_imbalance;
   {
+    // A link that is down, flapping or slow moves load (routes withdrawn,
+    // a queue that drains slowly); one that corrupts frames stays in the
+    // ECMP group and carries what it carried, so a collision beside it is
+    // still a collision.
     std::unordered_set<std::string> link_faulted;
     for (const Hit& h : *hits)
-      if (h.kind == "link_down" || h.kind == "link_flap" || h.kind == "link_degraded" || h.kind == "link_errors") {
+      if (h.kind == "link_down" || h.kind == "link_flap" || h.kind == "link_degraded") {
         link_faulted.insert(EntityDevice(h.entity));
         if (const std::string peer = PeerPort(topo, h.entity); !peer.empty()) link_faulted.insert(EntityDevice(peer));
       }
@@ -582,7 +586,16 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         const auto rx = port_rx.find(u.e->entity);
         return queue_congested.count(u.e->entity) && (rx == port_rx.end() || rx->second < s_.pause_ratio / 5);
       };
-      if (near_fault || mean <= 0 || !own_congestion(*hottest) || hottest->util < kUplinkImbalance * mean) continue;
+      // The busiest congested uplink: two uplinks can carry the same load
+      // while only one of them queues (its share of the collision arrives
+      // in bursts), and the one that queues is the collision.
+      hottest = nullptr;
+      for (const Uplink& u : ups)
+        if (own_congestion(u)) {
+          hottest = &u;
+          break;
+        }
+      if (near_fault || mean <= 0 || hottest == nullptr || hottest->util < kUplinkImbalance * mean) continue;
       const double interval_us = IntervalUs(*hottest->e);
       Hit h{"ecmp_imbalance", device, v1::SEVERITY_INFO, std::min(1.0, (hottest->util / mean - 1) / 2),
             hottest->e->ts_us - static_cast<int64_t>(interval_us)};
@@ -701,13 +714,19 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // drains at the link's lower speed, so the switch pauses the senders that
   // feed it. Device -> (the slow port on it, the finding's key).
   std::unordered_map<std::string, std::pair<std::string, std::string>> device_slow_link;
-  for (const Hit& h : *hits) {
-    if (h.kind != "link_degraded") continue;
-    const std::string key = StrCat(h.kind, "|", h.entity);
-    device_slow_link.try_emplace(EntityDevice(h.entity), h.entity, key);
-    if (const std::string peer = PeerPort(topo, h.entity); !peer.empty())
+  auto slow_link = [&](const std::string& entity) {
+    const std::string key = StrCat("link_degraded|", entity);
+    device_slow_link.try_emplace(EntityDevice(entity), entity, key);
+    if (const std::string peer = PeerPort(topo, entity); !peer.empty())
       device_slow_link.try_emplace(EntityDevice(peer), peer, key);
-  }
+  };
+  for (const Hit& h : *hits)
+    if (h.kind == "link_degraded") slow_link(h.entity);
+  // A link back at speed leaves the backlog it held to drain through its
+  // switch: while its finding is still open (clear_after of quiet), the
+  // switch's congestion is still its consequence.
+  for (const auto& [key, t] : active_)
+    if (t.anomaly.kind() == "link_degraded") slow_link(t.anomaly.entity());
   std::vector<const Pause*> victims;
   for (const Pause& p : pauses) {
     const std::string device = EntityDevice(p.e->entity);
@@ -753,8 +772,10 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         if (seen != deep_seen_us_.end() && seen->second >= p.e->ts_us - interval - interval / 2)
           explained = true;
       }
-      if (auto slow = device_slow_link.find(device);
-          slow != device_slow_link.end() && (worst == nullptr || worst->e->entity == slow->second.first)) {
+      // A slow link of the switch is why it cannot drain, whichever of its
+      // egress queues is the deepest: the slow port's own, or a sibling that
+      // fills behind the pauses and the shared buffer the slow one holds.
+      if (auto slow = device_slow_link.find(device); slow != device_slow_link.end()) {
         explained = true;
         worst = nullptr;
         congestion_origin.try_emplace(device, slow->second.second);

@@ -1145,6 +1145,7 @@ void FabricModel::Step(double dt, std::vector<CollectiveRecord>* records) {
   if (routes_dirty_) Reroute();
   AddLatency();
   ComputeRates();
+  MarkObservable();
   RecordCollisions(dt);
   Accumulate(dt, records);
   now_s_ += dt;
@@ -1178,6 +1179,23 @@ std::string FabricModel::SwitchOsVersion(int sw) const {
         switch_index_.at(fault.spec.target()) == sw)
       version = fault.spec.os_version().empty() ? "lab-2.0" : fault.spec.os_version();
   return version;
+}
+
+void FabricModel::MarkObservable() {
+  for (ActiveFault& fault : faults_) {
+    if (!fault.active || fault.observable) continue;
+    if (fault.spec.kind() != v1::FAULT_KIND_STRAGGLER) {
+      fault.observable = true;
+      continue;
+    }
+    std::string_view host, gpu;
+    SplitPortName(fault.spec.target(), &host, &gpu);
+    const int h = host_index_.at(std::string(host));
+    for (size_t j = 0; j < jobs_.size(); ++j)
+      if (job_status_[j].running && !job_status_[j].stalled &&
+          std::find(jobs_[j].hosts.begin(), jobs_[j].hosts.end(), h) != jobs_[j].hosts.end())
+        fault.observable = true;
+  }
 }
 
 void FabricModel::RecordCollisions(double dt) {

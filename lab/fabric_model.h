@@ -131,6 +131,9 @@ struct ActiveFault {
   v1::FaultSpec spec;
   double start_s = 0, end_s = 0;
   bool active = false;
+  // Whether it could show at all while active: a straggler on a job that
+  // another fault keeps stalled runs no collective to be late in.
+  bool observable = false;
 };
 
 class FabricModel final {
@@ -255,6 +258,8 @@ class FabricModel final {
   void ComputeRates();
   void AddLatency();
   void RecordCollisions(double dt);
+  // Sets ActiveFault::observable for the faults active now that can show.
+  void MarkObservable();
   void Accumulate(double dt, std::vector<CollectiveRecord>* records);
   int PickChannel(int sw, const std::vector<int>& candidates, int src, int dst,
                   uint16_t sport, uint32_t qp) const;

@@ -253,6 +253,23 @@ faults: [{kind: straggler, target: z1-r01-h2/gpu2, at_s: 0, slowdown: 1.0}]
   EXPECT_GT(others, straggler + 40000);
 }
 
+// A straggler on a job another fault keeps stalled runs no collective to
+// be late in: it could not show, and the truth says so.
+TEST(FabricModel, AStragglerOnAStalledJobIsNotObservable) {
+  auto model = Model(R"(
+jobs: [{id: "1", num_hosts: 2, compute_ms: 50}, {id: "2", num_hosts: 2, compute_ms: 50}]
+faults:
+  - {kind: nic_down, target: z1-r01-h1/mlx5_0, at_s: 0}
+  - {kind: straggler, target: z1-r01-h2/gpu1, at_s: 1, slowdown: 0.3}
+  - {kind: straggler, target: z1-r02-h1/gpu1, at_s: 1, slowdown: 0.3}
+)");
+  for (int i = 0; i < 6; ++i) model->Step(0.5, nullptr);
+  ASSERT_EQ(model->faults().size(), 3u);
+  EXPECT_TRUE(model->faults()[0].observable);
+  EXPECT_FALSE(model->faults()[1].observable) << "its job is stalled by the NIC down the whole time";
+  EXPECT_TRUE(model->faults()[2].observable) << "the other job runs";
+}
+
 TEST(FabricModel, BusBwNearIdealWithoutContention) {
   // Two hosts in one rack: no uplinks, no collisions.
   auto model = Model(R"(jobs: [{id: "1", hosts: [z1-r01-h1, z1-r01-h2]}])");

@@ -344,6 +344,7 @@ nlohmann::json TruthJson(const v1::Scenario& scenario, const FabricModel& model,
                       {"end_unix_us", f.end_s >= 1e17 ? nlohmann::json(nullptr)
                                                       : nlohmann::json(start_unix_us + static_cast<int64_t>(f.end_s * 1e6))},
                       {"happened", model.now_s() > f.start_s},
+                      {"observable", f.observable},
                       {"victim", f.spec.victim()},
                       {"observed_until_s", end}});
   }

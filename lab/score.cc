@@ -141,8 +141,13 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
   };
   std::vector<Window> windows;
   const int64_t grace = static_cast<int64_t>(options.clear_grace_s * 1e6);
+  // A fault that could not show at all while it lasted (a straggler on a
+  // job another fault kept stalled) is counted apart, neither found nor
+  // missed.
+  auto counted = [](const nlohmann::json& f) { return f.value("happened", false) && f.value("observable", true); };
   for (const auto& f : truth["faults"]) {
-    if (!f.value("happened", false)) continue;
+    if (f.value("happened", false) && !counted(f)) ++score.unobservable;
+    if (!counted(f)) continue;
     const int64_t start = f.value("start_unix_us", int64_t{0});
     const int64_t end = f["end_unix_us"].is_null() ? run_start + static_cast<int64_t>(run_end_s * 1e6)
                                                    : f["end_unix_us"].get<int64_t>();
@@ -151,7 +156,7 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
   }
   size_t fault_index = 0;
   for (const auto& f : truth["faults"]) {
-    if (!f.value("happened", false)) continue;
+    if (!counted(f)) continue;
     const Window& self = windows[fault_index++];
     FaultScore fs;
     fs.kind = f.value("kind", "");
@@ -236,10 +241,11 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
 }
 
 nlohmann::json Summarize(const std::vector<RunScore>& runs) {
-  int faults = 0, detected = 0, top1 = 0, fps = 0;
+  int faults = 0, detected = 0, top1 = 0, fps = 0, unobservable = 0;
   std::vector<double> latencies;
   for (const RunScore& r : runs) {
     fps += static_cast<int>(r.false_positives.size());
+    unobservable += r.unobservable;
     for (const FaultScore& f : r.faults) {
       ++faults;
       detected += f.detected;
@@ -274,6 +280,7 @@ nlohmann::json Summarize(const std::vector<RunScore>& runs) {
           {"top1_accuracy", ratio(top1)},
           {"recall", ratio(detected)},
           {"false_positives", fps},
+          {"unobservable_faults", unobservable},
           {"detection_latency_s", {{"p50", Percentile(latencies, 0.5)}, {"p95", Percentile(latencies, 0.95)}}}};
 }
 
@@ -308,6 +315,8 @@ std::string FormatScores(const std::vector<RunScore>& runs) {
                 s["recall"].get<double>(), s["false_positives"].get<int>(),
                 s["detection_latency_s"]["p50"].get<double>(), s["detection_latency_s"]["p95"].get<double>());
   out += summary;
+  if (const int n = s["unobservable_faults"].get<int>(); n > 0)
+    StrAppend(&out, "unobservable faults ", n, " (could not show while they lasted; not counted)\n");
   for (const char* group : {"by_kind", "by_tier"}) {
     if (s[group].empty()) continue;
     std::snprintf(line, sizeof line, "\n%-16s %7s %7s %7s\n", group[3] == 'k' ? "FAULT KIND" : "TIER", "FAULTS",

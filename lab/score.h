@@ -44,6 +44,7 @@ struct RunScore {
   std::string scenario;
   std::vector<FaultScore> faults;
   std::vector<std::string> false_positives;  // "kind entity"
+  int unobservable = 0;  // faults that could not show (truth.json "observable": false)
   nlohmann::json ToJson() const;
 };
 
