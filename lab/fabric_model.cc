@@ -746,6 +746,20 @@ void FabricModel::ComputeRates() {
     for (double until : jobs_[f.job].conn_stall_until)
       if (now_s_ < until) f.demand = 0;
   }
+  // Nor can one with a dead connection (no route, or a link of its path
+  // down): NCCL hangs, and the ranks that finished their chunks wait with
+  // nothing to send.
+  {
+    std::vector<bool> dead(jobs_.size(), false);
+    for (const Flow& f : flows_) {
+      if (!job_status_[f.job].running) continue;
+      bool up = !f.path.empty();
+      for (int ch : f.path) up = up && channels_[ch].up;
+      if (!up) dead[f.job] = true;
+    }
+    for (Flow& f : flows_)
+      if (dead[f.job]) f.demand = 0;
+  }
   // Receiver-driven admission: a receiver grants clear-to-send for no more
   // than its own line rate, shared by the CTS flows coming to it, so their
   // incast never queues at its last hop.
@@ -1182,11 +1196,34 @@ std::string FabricModel::SwitchOsVersion(int sw) const {
 }
 
 void FabricModel::MarkObservable() {
+  // Whether traffic crosses a switch (its egress), or a port's egress.
+  auto carries = [&](const std::string& target) {
+    const auto sw = switch_index_.find(target);
+    const int port = sw == switch_index_.end() ? PortIndex(target) : -1;
+    for (const Flow& f : flows_) {
+      if (f.rate <= 0) continue;
+      for (int ch : f.path)
+        if (sw != switch_index_.end() ? ports_[channels_[ch].from].sw == sw->second
+                                      : channels_[ch].from == port)
+          return true;
+    }
+    return false;
+  };
   for (ActiveFault& fault : faults_) {
     if (!fault.active || fault.observable) continue;
-    if (fault.spec.kind() != v1::FAULT_KIND_STRAGGLER) {
-      fault.observable = true;
-      continue;
+    switch (fault.spec.kind()) {
+      // What only traffic shows: no flow through the target, nothing to see
+      // (the jobs through it hung on another fault).
+      case v1::FAULT_KIND_ECN_MISCONFIG:
+      case v1::FAULT_KIND_ECMP_SKEW:
+      case v1::FAULT_KIND_BUFFER_THRESHOLD:
+      case v1::FAULT_KIND_LATENCY_REGRESSION:
+        fault.observable = carries(fault.spec.target());
+        continue;
+      case v1::FAULT_KIND_STRAGGLER: break;
+      default:
+        fault.observable = true;
+        continue;
     }
     std::string_view host, gpu;
     SplitPortName(fault.spec.target(), &host, &gpu);
