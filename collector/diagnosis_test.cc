@@ -43,6 +43,18 @@ v1::Job TwoRackJob() {
   return job;
 }
 
+// A diagnosis of TwoRackJob over [start_us, end_us), on kDiagnosisTopology.
+DiagnoseInput TwoRackJobInput(int64_t start_us, int64_t end_us) {
+  auto topo = Topology::FromYaml(kDiagnosisTopology, "test");
+  EXPECT_TRUE(topo.ok()) << topo.status();
+  DiagnoseInput in;
+  in.job = TwoRackJob();
+  if (topo.ok()) in.footprint = JobFootprint(topo->get(), in.job, {});
+  in.window_start_us = start_us;
+  in.window_end_us = end_us;
+  return in;
+}
+
 v1::Anomaly Make(uint64_t id, const std::string& kind, const std::string& entity, int64_t start,
                  v1::Severity severity = v1::SEVERITY_CRITICAL, uint64_t caused_by = 0) {
   v1::Anomaly a;
@@ -74,14 +86,8 @@ TEST(FootprintTest, JobPathsCoverItsRacksUplinksAndSpinesButNotOtherRacks) {
 }
 
 TEST(DiagnoseTest, RanksTheCauseFirstAndIgnoresOtherJobsTrouble) {
-  auto topo = Topology::FromYaml(kDiagnosisTopology, "test");
-  ASSERT_TRUE(topo.ok());
-  DiagnoseInput in;
-  in.job = TwoRackJob();
-  in.footprint = JobFootprint(topo->get(), in.job, {});
   const int64_t t = 1'800'000'000'000'000;
-  in.window_start_us = t - 600'000'000;
-  in.window_end_us = t + 60'000'000;
+  DiagnoseInput in = TwoRackJobInput(t - 600'000'000, t + 60'000'000);
   v1::Anomaly regression = Make(1, "busbw_regression", "4711", t + 1'000'000, v1::SEVERITY_WARNING);
   regression.set_job("4711");
   regression.set_magnitude(0.39);
@@ -329,14 +335,8 @@ TEST(DiagnoseVerdictTest, OnsetOnlyReportsACauseThatBeganBeforeTheWindowAsOngoin
 // started late) before a strong-looking symptom (a link down explained by
 // a flap) and before consequences nothing explains.
 TEST(DiagnoseTest, WithSeveralFaultsEveryRootCauseRanksBeforeAnyConsequence) {
-  auto topo = Topology::FromYaml(kDiagnosisTopology, "test");
-  ASSERT_TRUE(topo.ok());
-  DiagnoseInput in;
-  in.job = TwoRackJob();
-  in.footprint = JobFootprint(topo->get(), in.job, {});
   const int64_t t = 1'800'000'000'000'000;
-  in.window_start_us = t - 60'000'000;
-  in.window_end_us = t + 60'000'000;
+  DiagnoseInput in = TwoRackJobInput(t - 60'000'000, t + 60'000'000);
   v1::Anomaly straggler = Make(4, "straggler", "z1-r01-h1/gpu0", t + 30'000'000, v1::SEVERITY_WARNING);
   straggler.set_job("4711");
   straggler.set_magnitude(0.05);
@@ -359,14 +359,8 @@ TEST(DiagnoseTest, WithSeveralFaultsEveryRootCauseRanksBeforeAnyConsequence) {
 // A flap's first down and the flap are one fault on one link: a straggler
 // that overlaps it is the second root cause, not third behind the down.
 TEST(DiagnoseTest, ALinkDownOfAFlappingLinkIsTheFlapsSignNotASecondCause) {
-  auto topo = Topology::FromYaml(kDiagnosisTopology, "test");
-  ASSERT_TRUE(topo.ok());
-  DiagnoseInput in;
-  in.job = TwoRackJob();
-  in.footprint = JobFootprint(topo->get(), in.job, {});
   const int64_t t = 1'800'000'000'000'000;
-  in.window_start_us = t - 2'000'000;
-  in.window_end_us = t + 20'000'000;
+  DiagnoseInput in = TwoRackJobInput(t - 2'000'000, t + 20'000'000);
   v1::Anomaly straggler = Make(3, "straggler", "z1-r01-h1/gpu0", t, v1::SEVERITY_WARNING);
   straggler.set_job("4711");
   straggler.set_magnitude(0.1);
@@ -387,14 +381,8 @@ TEST(DiagnoseTest, ALinkDownOfAFlappingLinkIsTheFlapsSignNotASecondCause) {
 // With no degraded interval, the window is the trouble asked about: what
 // began in it ranks before an equal finding that was there already.
 TEST(DiagnoseTest, WithNoDegradationWhatBeganInTheWindowRanksBeforeAnOldEqualFinding) {
-  auto topo = Topology::FromYaml(kDiagnosisTopology, "test");
-  ASSERT_TRUE(topo.ok());
-  DiagnoseInput in;
-  in.job = TwoRackJob();
-  in.footprint = JobFootprint(topo->get(), in.job, {});
   const int64_t t = 1'800'000'000'000'000;
-  in.window_start_us = t - 2'000'000;
-  in.window_end_us = t + 20'000'000;
+  DiagnoseInput in = TwoRackJobInput(t - 2'000'000, t + 20'000'000);
   in.onset_only = true;
   v1::Anomaly old_one = Make(1, "ecmp_imbalance", "z1-rtsw02", t - 30'000'000, v1::SEVERITY_WARNING);
   old_one.set_magnitude(0.9);
