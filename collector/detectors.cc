@@ -557,15 +557,20 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   };
   std::unordered_map<std::string, Imbalance> device_imbalance;
   {
-    // A link that is down, flapping or slow moves load (routes withdrawn,
-    // a queue that drains slowly); one that corrupts frames stays in the
-    // ECMP group and carries what it carried, so a collision beside it is
-    // still a collision.
-    std::unordered_set<std::string> link_faulted;
+    // A link that is down or flapping moves load, on its switches and on
+    // those that route around it (routes withdrawn); a slow one queues at
+    // its own ends (a queue that drains slowly is not a collision) but moves
+    // nothing, since hashing is not weighted by speed; one that corrupts
+    // frames stays in the ECMP group and carries what it carried.
+    std::unordered_set<std::string> link_rerouted, link_faulted;
     for (const Hit& h : *hits)
       if (h.kind == "link_down" || h.kind == "link_flap" || h.kind == "link_degraded") {
-        link_faulted.insert(EntityDevice(h.entity));
-        if (const std::string peer = PeerPort(topo, h.entity); !peer.empty()) link_faulted.insert(EntityDevice(peer));
+        const std::string peer = PeerPort(topo, h.entity);
+        for (const std::string& device : {EntityDevice(h.entity), peer.empty() ? std::string() : EntityDevice(peer)}) {
+          if (device.empty()) continue;
+          link_faulted.insert(device);
+          if (h.kind != "link_degraded") link_rerouted.insert(device);
+        }
       }
     for (auto& [device, ups] : device_uplinks) {
       if (ups.size() < 2 || link_faulted.count(device)) continue;
@@ -576,7 +581,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       double sum = 0;
       for (const Uplink& u : ups) {
         sum += u.util;
-        near_fault |= link_faulted.count(EntityDevice(PeerPort(topo, u.e->entity))) > 0;
+        near_fault |= link_rerouted.count(EntityDevice(PeerPort(topo, u.e->entity))) > 0;
       }
       const double mean = sum / static_cast<double>(ups.size());
       // Congested on its own account: an uplink held by pauses from the
@@ -782,10 +787,18 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       }
       if (worst != nullptr) {
         explained = true;
+        auto is_uplink = [&](const std::string& entity) {
+          const auto ups = device_uplinks.find(device);
+          if (ups == device_uplinks.end()) return false;
+          for (const Uplink& u : ups->second)
+            if (u.e->entity == entity) return true;
+          return false;
+        };
         if (auto im = device_imbalance.find(device);
-            im != device_imbalance.end() && im->second.hot.count(worst->e->entity) && !congestion_origin.count(device)) {
-          // The deep queue is a saturated uplink of a switch whose uplinks
-          // collide: the collision is the origin of its pauses.
+            im != device_imbalance.end() && is_uplink(worst->e->entity) && !congestion_origin.count(device)) {
+          // The deep queue is an uplink of a switch whose uplinks collide:
+          // the collision is the origin of its pauses, whether this uplink
+          // is among the busiest it names or fills behind pauses from above.
           congestion_origin[device] = im->second.key;
         } else if (!congestion_origin.count(device)) {
           // Marking, but DCQCN cannot hold it: congestion beyond ECN's reach.
@@ -1242,8 +1255,9 @@ void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std:
     for (const v1::ComponentChange& c : changes)
       if (culprit == nullptr || std::abs(c.at_us() - onset_us) < std::abs(culprit->at_us() - onset_us)) culprit = &c;
     if (culprit == nullptr) continue;
+    // The device's fault, not the job's: every job through it suffers it,
+    // measurably slowed or not, and its diagnosis shows it.
     Hit h{"latency_regression", culprit->device(), v1::SEVERITY_WARNING, std::clamp(slowdown.drop, 0.0, 1.0), onset_us};
-    h.job = id;
     constexpr size_t kShownChanges = 4;
     for (size_t i = 0; i < changes.size() && i < kShownChanges; ++i) {
       const v1::ComponentChange& c = changes[changes.size() - 1 - i];

@@ -160,7 +160,8 @@ bool Touches(const Footprint& fp, const v1::Anomaly& a, const std::string& job_i
   if (!a.job().empty()) return a.job() == job_id;
   const std::string& e = a.entity();
   const std::string device = EntityDevice(e);
-  if (fp.hosts.count(device)) return fp.ports.count(e) > 0 || e.find("/gpu") != std::string::npos;
+  // A host of the job: its NICs, its GPUs, or the whole host.
+  if (fp.hosts.count(device)) return fp.ports.count(e) > 0 || e.find("/gpu") != std::string::npos || e == device;
   if (fp.ports.count(e)) return true;
   // A whole switch, or one of its buffer pools.
   if (fp.devices.count(device) && (e == device || a.kind() == "buffer_high")) return true;

@@ -1196,42 +1196,44 @@ std::string FabricModel::SwitchOsVersion(int sw) const {
 }
 
 void FabricModel::MarkObservable() {
-  // Whether traffic crosses a switch (its egress), or a port's egress.
-  auto carries = [&](const std::string& target) {
-    const auto sw = switch_index_.find(target);
-    const int port = sw == switch_index_.end() ? PortIndex(target) : -1;
-    for (const Flow& f : flows_) {
-      if (f.rate <= 0) continue;
-      for (int ch : f.path)
-        if (sw != switch_index_.end() ? ports_[channels_[ch].from].sw == sw->second
-                                      : channels_[ch].from == port)
+  for (ActiveFault& fault : faults_)
+    if (fault.active && !fault.observable && CanShow(fault)) {
+      fault.observable = true;
+      fault.observable_from_s = now_s_;
+    }
+}
+
+bool FabricModel::CanShow(const ActiveFault& fault) const {
+  switch (fault.spec.kind()) {
+    // What only traffic shows: no flow through the target (its egress), or
+    // a port's egress, nothing to see (the jobs through it hung on another
+    // fault).
+    case v1::FAULT_KIND_ECN_MISCONFIG:
+    case v1::FAULT_KIND_ECMP_SKEW:
+    case v1::FAULT_KIND_BUFFER_THRESHOLD:
+    case v1::FAULT_KIND_LATENCY_REGRESSION: {
+      const auto sw = switch_index_.find(fault.spec.target());
+      const int port = sw == switch_index_.end() ? PortIndex(fault.spec.target()) : -1;
+      for (const Flow& f : flows_) {
+        if (f.rate <= 0) continue;
+        for (int ch : f.path)
+          if (sw != switch_index_.end() ? ports_[channels_[ch].from].sw == sw->second : channels_[ch].from == port)
+            return true;
+      }
+      return false;
+    }
+    // A straggler needs its job to run collectives.
+    case v1::FAULT_KIND_STRAGGLER: {
+      std::string_view host, gpu;
+      SplitPortName(fault.spec.target(), &host, &gpu);
+      const int h = host_index_.at(std::string(host));
+      for (size_t j = 0; j < jobs_.size(); ++j)
+        if (job_status_[j].running && !job_status_[j].stalled &&
+            std::find(jobs_[j].hosts.begin(), jobs_[j].hosts.end(), h) != jobs_[j].hosts.end())
           return true;
+      return false;
     }
-    return false;
-  };
-  for (ActiveFault& fault : faults_) {
-    if (!fault.active || fault.observable) continue;
-    switch (fault.spec.kind()) {
-      // What only traffic shows: no flow through the target, nothing to see
-      // (the jobs through it hung on another fault).
-      case v1::FAULT_KIND_ECN_MISCONFIG:
-      case v1::FAULT_KIND_ECMP_SKEW:
-      case v1::FAULT_KIND_BUFFER_THRESHOLD:
-      case v1::FAULT_KIND_LATENCY_REGRESSION:
-        fault.observable = carries(fault.spec.target());
-        continue;
-      case v1::FAULT_KIND_STRAGGLER: break;
-      default:
-        fault.observable = true;
-        continue;
-    }
-    std::string_view host, gpu;
-    SplitPortName(fault.spec.target(), &host, &gpu);
-    const int h = host_index_.at(std::string(host));
-    for (size_t j = 0; j < jobs_.size(); ++j)
-      if (job_status_[j].running && !job_status_[j].stalled &&
-          std::find(jobs_[j].hosts.begin(), jobs_[j].hosts.end(), h) != jobs_[j].hosts.end())
-        fault.observable = true;
+    default: return true;
   }
 }
 

@@ -134,6 +134,7 @@ struct ActiveFault {
   // Whether it could show at all while active: a straggler on a job that
   // another fault keeps stalled runs no collective to be late in.
   bool observable = false;
+  double observable_from_s = -1;  // when it first could
 };
 
 class FabricModel final {
@@ -258,8 +259,10 @@ class FabricModel final {
   void ComputeRates();
   void AddLatency();
   void RecordCollisions(double dt);
-  // Sets ActiveFault::observable for the faults active now that can show.
+  // Sets ActiveFault::observable (and when) for the faults active now that
+  // can show.
   void MarkObservable();
+  bool CanShow(const ActiveFault& fault) const;
   void Accumulate(double dt, std::vector<CollectiveRecord>* records);
   int PickChannel(int sw, const std::vector<int>& candidates, int src, int dst,
                   uint16_t sport, uint32_t qp) const;

@@ -268,6 +268,7 @@ faults:
   EXPECT_TRUE(model->faults()[0].observable);
   EXPECT_FALSE(model->faults()[1].observable) << "its job is stalled by the NIC down the whole time";
   EXPECT_TRUE(model->faults()[2].observable) << "the other job runs";
+  EXPECT_DOUBLE_EQ(model->faults()[2].observable_from_s, 1.0) << "from its start";
 }
 
 TEST(FabricModel, BusBwNearIdealWithoutContention) {

@@ -345,6 +345,9 @@ nlohmann::json TruthJson(const v1::Scenario& scenario, const FabricModel& model,
                                                       : nlohmann::json(start_unix_us + static_cast<int64_t>(f.end_s * 1e6))},
                       {"happened", model.now_s() > f.start_s},
                       {"observable", f.observable},
+                      {"observable_from_unix_us",
+                       f.observable ? nlohmann::json(start_unix_us + static_cast<int64_t>(f.observable_from_s * 1e6))
+                                    : nlohmann::json(nullptr)},
                       {"victim", f.spec.victim()},
                       {"observed_until_s", end}});
   }

@@ -148,7 +148,11 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
   for (const auto& f : truth["faults"]) {
     if (f.value("happened", false) && !counted(f)) ++score.unobservable;
     if (!counted(f)) continue;
-    const int64_t start = f.value("start_unix_us", int64_t{0});
+    // From when it could first show: a fault injected while the jobs
+    // through it hung on another one starts when their traffic resumes.
+    int64_t start = f.value("start_unix_us", int64_t{0});
+    if (f.contains("observable_from_unix_us") && f["observable_from_unix_us"].is_number_integer())
+      start = std::max(start, f["observable_from_unix_us"].get<int64_t>());
     const int64_t end = f["end_unix_us"].is_null() ? run_start + static_cast<int64_t>(run_end_s * 1e6)
                                                    : f["end_unix_us"].get<int64_t>();
     windows.push_back({start, end + grace, f.value("target", ""),
