@@ -18,6 +18,12 @@ uint64_t HashString(const std::string& s) {
 
 constexpr uint16_t kRoceUdpPort = 4791;
 
+// Offered load over capacity past which a queue holds an excess. Flows that
+// share a line evenly (capacity / n each) sum to the capacity give or take
+// a rounding error; a link offered exactly its capacity carries it all and
+// holds no standing queue.
+constexpr double kOverFull = 1 + 1e-9;
+
 }  // namespace
 
 double BusBwFactor(v1::Collective collective, int n) {
@@ -857,7 +863,7 @@ void FabricModel::ComputeRates() {
       if (cap <= 0 || paused[i] > 0.01 || !marks[i]) {
         // A paused or unmarked queue cannot slow its senders by ECN: it fills
         // to XOFF and holds back the excess with pause frames.
-        if (u > 1) f = 1 - 1 / u;
+        if (u > kOverFull) f = 1 - 1 / u;
       } else if (u > ecn_holds) {
         f = 1 - ecn_holds / u;
       }
@@ -870,7 +876,7 @@ void FabricModel::ComputeRates() {
       // the limit bites on the same measure, so that a queue shown at its
       // limit drops.
       const double u_limit = std::max(u, cap > 0 ? ch.load / cap : 1e9);
-      if (ch.queue_limit > 0 && u_limit > 1) {
+      if (ch.queue_limit > 0 && u_limit > kOverFull) {
         // The depth the queue needs to hold the excess: ECN's marking band
         // while DCQCN holds it, else XOFF. A drop threshold below that
         // tail-drops, and the queue never reaches XOFF to pause. Below
@@ -933,9 +939,9 @@ void FabricModel::ComputeRates() {
       ch.queue = 0;  // the watchdog empties it
     } else if (ch.stuck || ch.paused > 0.5) {
       ch.queue = k_.xoff_bytes * 1.5;
-    } else if (u > 1 && !marks[i]) {
+    } else if (u > kOverFull && !marks[i]) {
       ch.queue = k_.xoff_bytes;
-    } else if (u > 1) {
+    } else if (u > kOverFull) {
       // DCQCN holds the queue between Kmin and Kmax while marking, at up
       // to Pmax of the packets.
       ch.mark = std::min(q->pmax, 0.01 + 0.05 * (u - 1));
@@ -1238,18 +1244,30 @@ bool FabricModel::CanShow(const ActiveFault& fault) const {
 }
 
 void FabricModel::RecordCollisions(double dt) {
-  for (size_t sw = 0; sw < switches_.size(); ++sw) {
+  // A switch's links to the tier above (its uplinks, which its own hash
+  // chooses among) and from the tier above (the links toward it, which the
+  // hashes of the switches upstream choose among).
+  std::vector<std::vector<int>> up(switches_.size()), down(switches_.size());
+  for (size_t c = 0; c < channels_.size(); ++c) {
+    const Channel& ch = channels_[c];
+    const int from = ports_[ch.from].sw, to = ports_[ch.to].sw;
+    if (from < 0 || to < 0 || !ch.up || ch.capacity_Bps <= 0) continue;
+    if (switches_[to].role > switches_[from].role) up[from].push_back(static_cast<int>(c));
+    if (switches_[from].role > switches_[to].role) down[to].push_back(static_cast<int>(c));
+  }
+  // Over-offered, and by more than an even spread would offer it.
+  auto collide = [&](const std::vector<int>& group) {
     double offered = 0, capacity = 0, busiest = 0;
-    for (int c : sw_out_[sw]) {
+    for (int c : group) {
       const Channel& ch = channels_[c];
-      const int next = ports_[ch.to].sw;
-      if (!ch.up || next < 0 || switches_[next].role <= switches_[sw].role || ch.capacity_Bps <= 0) continue;
       offered += ch.load;
       capacity += ch.capacity_Bps;
       busiest = std::max(busiest, ch.load / ch.capacity_Bps);
     }
-    // Over-offered, and by more than an even spread would offer it.
-    if (capacity <= 0 || busiest <= 1.05 || busiest <= 1.05 * offered / capacity) continue;
+    return capacity > 0 && busiest > 1.05 && busiest > 1.05 * offered / capacity;
+  };
+  for (size_t sw = 0; sw < switches_.size(); ++sw) {
+    if (!collide(up[sw]) && !collide(down[sw])) continue;
     auto& spans = collisions_[switches_[sw].name];
     if (!spans.empty() && std::abs(spans.back().second - now_s_) < 1e-9) spans.back().second = now_s_ + dt;
     else spans.emplace_back(now_s_, now_s_ + dt);

@@ -171,10 +171,11 @@ class FabricModel final {
   // How unevenly the rack switches' uplinks are loaded: the busiest uplink's
   // utilisation over the mean of all of them (1 = perfectly even).
   double UplinkImbalance() const;
-  // When each switch's uplinks had colliding flows, as [start_s, end_s)
-  // intervals: an uplink offered more than its capacity, and more than an
-  // even spread over the switch's uplinks would have offered it. A fact of
-  // the model, for the ground truth.
+  // When flows collided on each switch's links, as [start_s, end_s)
+  // intervals: one of its uplinks, or one of the links toward it from the
+  // tier above, offered more than its capacity, and more than an even
+  // spread over that group of links would have offered it. A fact of the
+  // model, for the ground truth.
   const std::map<std::string, std::vector<std::pair<double, double>>>& collisions() const { return collisions_; }
   // The load each (source NIC, destination NIC) pair offers, bytes/s, last
   // tick: what a TE allocator's traffic matrix is built from.

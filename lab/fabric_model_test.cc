@@ -93,25 +93,27 @@ TEST(FabricModel, EcmpSpreadsQpsOverEveryUplink) {
 
 TEST(FabricModel, CollisionsAreRecordedWhereFlowsShareAnUplinkWithOthersIdle) {
   // Two hosts in two racks, 4 NICs each, one QP per connection: rack 1's
-  // NICs send over its RTSW's 8 uplinks. A NIC's flow fills a 400G uplink,
-  // so two on one uplink over-offer it while others idle: a collision,
-  // which every hash seed either makes or not (pigeonhole on the uplinks
-  // that carry traffic).
+  // NICs send over its RTSW's 8 uplinks, and rack 2's reach it over the
+  // spines' links toward it. A NIC's flow fills a 400G link, so two on one
+  // over-offer it while others idle: a collision, which every hash seed
+  // either makes or not (pigeonhole on the links that carry traffic).
   int with = 0, without = 0;
   for (int seed = 1; seed <= 24; ++seed) {
     auto model = Model(StrCat("seed: ", seed, "\njobs: [{id: \"1\", hosts: [z1-r01-h1, z1-r02-h1], qps_per_connection: 1}]"));
     model->Step(0.5, nullptr);
-    int senders = 0, used_uplinks = 0;
+    int senders = 0, used_uplinks = 0, used_toward = 0;
     for (const PortState& port : model->ports()) {
       if (port.device == "z1-r01-h1" && port.c.tx_bytes > 0) ++senders;
-      if (port.device != "z1-rtsw01") continue;
-      const std::string peer = model->topology().PeerOf(port.link, "z1-rtsw01/" + port.name);
-      if (peer.starts_with("z1-ctsw") && port.c.tx_bytes > 0) ++used_uplinks;
+      if (port.c.tx_bytes <= 0 || port.sw < 0) continue;
+      const std::string peer = model->topology().PeerOf(port.link, port.device + "/" + port.name);
+      if (port.device == "z1-rtsw01" && peer.starts_with("z1-ctsw")) ++used_uplinks;
+      if (port.device.starts_with("z1-ctsw") && peer.starts_with("z1-rtsw01/")) ++used_toward;
     }
     ASSERT_EQ(senders, 4) << "seed " << seed;
-    const bool collided = used_uplinks < senders;
+    const bool collided = used_uplinks < senders || used_toward < senders;
     EXPECT_EQ(model->collisions().count("z1-rtsw01") > 0, collided)
-        << "seed " << seed << ": " << used_uplinks << " uplinks carry " << senders << " flows";
+        << "seed " << seed << ": " << used_uplinks << " uplinks carry " << senders << " flows, " << used_toward
+        << " links toward it carry rack 2's " << senders;
     (collided ? with : without)++;
   }
   EXPECT_GT(with, 0);
