@@ -222,7 +222,7 @@ void Detectors::Observe(const v1::TelemetryBatch& batch) {
     if (rec.job().empty()) continue;
     JobState& job = jobs_[rec.job()];
     const int64_t ts = rec.timestamp_us();
-    job.records.push_back({ts, rec.rank(), rec.host().empty() ? batch.agent_id() : rec.host(),
+    job.records.push_back({ts, rec.comm(), rec.rank(), rec.n_ranks(), rec.host().empty() ? batch.agent_id() : rec.host(),
                            rec.op(), rec.bytes(), rec.seq(), rec.busbw_gbs(), rec.exec_time_us()});
     job.newest_us = std::max(job.newest_us, ts);
     if (job.first_us == 0 || ts < job.first_us) job.first_us = ts;
@@ -372,6 +372,9 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     double util;
   };
   std::unordered_map<std::string, std::vector<Uplink>> device_uplinks;
+  // Switch -> the links toward it from the tier above (ports of the
+  // switches above), the same way.
+  std::unordered_map<std::string, std::vector<Uplink>> device_downlinks;
   // Egress queues that were congested in the interval: a lossless queue
   // that marked ECN, or is deep.
   std::unordered_set<std::string> queue_congested;
@@ -454,6 +457,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
             const int tier = TierOf(topo, device), peer_tier = TierOf(topo, EntityDevice(peer));
             if (tier >= 1 && peer_tier > tier && peer_tier < 9)
               device_uplinks[device].push_back({&e, Delta(e, "tx_bytes") / interval_s / rate->value});
+            else if (tier >= 2 && tier < 9 && peer_tier >= 1 && peer_tier < tier)
+              device_downlinks[EntityDevice(peer)].push_back({&e, Delta(e, "tx_bytes") / interval_s / rate->value});
           }
       double errors = 0;
       std::vector<v1::Evidence> error_ev;
@@ -550,12 +555,16 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // uplinks on average are far below it. Flows collided on some uplinks
   // while others had room: the hash, not the capacity, limits them. Not
   // judged where a link of the switch or of a switch its uplinks reach is
-  // faulty (routing around a bad link moves load legitimately).
+  // faulty (routing around a bad link moves load legitimately). The same
+  // for the links toward a switch from the tier above: the hashes of the
+  // switches upstream chose among them, and flows to one rack can collide
+  // on one spine's link to it while the other spines' links have room.
   struct Imbalance {
-    std::string key;                       // the hit's
-    std::unordered_set<std::string> hot;  // its saturated uplinks
+    std::string key;       // the hit's
+    bool uplinks = false;  // the switch's own uplinks collide
   };
   std::unordered_map<std::string, Imbalance> device_imbalance;
+  std::unordered_map<std::string, std::string> toward_imbalance;  // link toward a colliding switch -> the hit's key
   {
     // A link that is down or flapping moves load, on its switches and on
     // those that route around it (routes withdrawn); a slow one queues at
@@ -572,57 +581,86 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           if (h.kind != "link_degraded") link_rerouted.insert(device);
         }
       }
-    for (auto& [device, ups] : device_uplinks) {
-      if (ups.size() < 2 || link_faulted.count(device)) continue;
+    // Congested on its own account: a link held by pauses from the switch
+    // it feeds queues because that switch cannot drain, not because flows
+    // collided on it.
+    auto own_congestion = [&](const Uplink& u) {
+      const auto rx = port_rx.find(u.e->entity);
+      return queue_congested.count(u.e->entity) && (rx == port_rx.end() || rx->second < s_.pause_ratio / 5);
+    };
+    // `device`'s group of links: its uplinks (`toward` false: ports of
+    // `device`) or the links toward it (`toward` true: ports of the
+    // switches above it).
+    auto judge = [&](const std::string& device, std::vector<Uplink>& ups, bool toward) {
+      if (ups.size() < 2 || link_faulted.count(device)) return;
       std::sort(ups.begin(), ups.end(), [](const Uplink& a, const Uplink& b) { return a.util > b.util; });
-      const Uplink* hottest = &ups.front();
-      const Uplink* coldest = &ups.back();
       bool near_fault = false;
       double sum = 0;
       for (const Uplink& u : ups) {
         sum += u.util;
-        near_fault |= link_rerouted.count(EntityDevice(PeerPort(topo, u.e->entity))) > 0;
+        // Uplinks: the switches they reach. Links toward the switch: the
+        // switches that send on them, whose routes a fault changes.
+        near_fault |= link_rerouted.count(toward ? EntityDevice(u.e->entity)
+                                                 : EntityDevice(PeerPort(topo, u.e->entity))) > 0;
       }
       const double mean = sum / static_cast<double>(ups.size());
-      // Congested on its own account: an uplink held by pauses from the
-      // switch above queues because that switch cannot drain, not because
-      // flows collided on it.
-      auto own_congestion = [&](const Uplink& u) {
-        const auto rx = port_rx.find(u.e->entity);
-        return queue_congested.count(u.e->entity) && (rx == port_rx.end() || rx->second < s_.pause_ratio / 5);
-      };
-      // The busiest congested uplink: two uplinks can carry the same load
-      // while only one of them queues (its share of the collision arrives
-      // in bursts), and the one that queues is the collision.
-      hottest = nullptr;
+      // The busiest congested link: two links can carry the same load while
+      // only one of them queues (its share of the collision arrives in
+      // bursts), and the one that queues is the collision.
+      const Uplink* hottest = nullptr;
       for (const Uplink& u : ups)
         if (own_congestion(u)) {
           hottest = &u;
           break;
         }
-      if (near_fault || mean <= 0 || hottest == nullptr || hottest->util < kUplinkImbalance * mean) continue;
+      if (near_fault || mean <= 0 || hottest == nullptr || hottest->util < kUplinkImbalance * mean) return;
+      if (toward && link_faulted.count(EntityDevice(hottest->e->entity))) return;
+      const Uplink* coldest = &ups.back();
+      auto name = [&](const Uplink& u) { return toward ? u.e->entity : u.e->entity.substr(device.size() + 1); };
       const double interval_us = IntervalUs(*hottest->e);
       Hit h{"ecmp_imbalance", device, v1::SEVERITY_INFO, std::min(1.0, (hottest->util / mean - 1) / 2),
             hottest->e->ts_us - static_cast<int64_t>(interval_us)};
       std::vector<std::string> hot;
       Imbalance& im = device_imbalance[device];
+      im.uplinks |= !toward;
       for (const Uplink& u : ups) {
         if (u.util < kUplinkImbalance * mean) break;
         if (!own_congestion(u)) continue;
-        hot.push_back(u.e->entity.substr(device.size() + 1));
-        im.hot.insert(u.e->entity);
+        hot.push_back(name(u));
         const double bytes = Delta(*u.e, "tx_bytes");
         h.evidence.push_back(Ev(*u.e, "tx_bytes", bytes, bytes / (interval_us / 1e6),
-                                StrCat("congested uplink at ", Ratio(u.util / mean), " the mean of the switch's uplinks")));
+                                StrCat("congested ", toward ? "link toward " : "uplink", toward ? device : "", " at ",
+                                       Ratio(u.util / mean), toward ? " the mean of the links toward it"
+                                                                    : " the mean of the switch's uplinks")));
       }
-      h.summary = StrCat("flows collide on ", hot.size(), " of ", ups.size(), " uplinks of ", device, " (",
-                         absl::StrJoin(hot, ", "), " congested, the busiest at ", Ratio(hottest->util / mean),
-                         " the mean uplink load, the least loaded ", coldest->e->entity.substr(device.size() + 1),
-                         " at ", Ratio(coldest->util / mean), ") while no link is faulty: ECMP placed the traffic "
-                         "unevenly");
-      im.key = StrCat(h.kind, "|", h.entity);
+      const std::string key = StrCat(h.kind, "|", h.entity);
+      if (toward)
+        for (const Uplink& u : ups) toward_imbalance[u.e->entity] = key;
+      const std::string what =
+          toward ? StrCat(hot.size(), " of the ", ups.size(), " links toward ", device, " from the tier above")
+                 : StrCat(hot.size(), " of ", ups.size(), " uplinks of ", device);
+      const std::string summary =
+          StrCat("flows collide on ", what, " (", absl::StrJoin(hot, ", "), " congested, the busiest at ",
+                 Ratio(hottest->util / mean), " the mean load, the least loaded ", name(*coldest), " at ",
+                 Ratio(coldest->util / mean), ") while no link is faulty: ECMP placed the traffic unevenly");
+      // A switch whose uplinks and the links toward it both collide: one
+      // finding, with both groups' evidence.
+      if (!im.key.empty()) {
+        for (Hit& other : *hits)
+          if (StrCat(other.kind, "|", other.entity) == key) {
+            for (v1::Evidence& ev : h.evidence) other.evidence.push_back(std::move(ev));
+            other.summary = StrCat(other.summary, "; ", summary);
+            other.magnitude = std::max(other.magnitude, h.magnitude);
+            other.start_us = std::min(other.start_us, h.start_us);
+          }
+        return;
+      }
+      h.summary = summary;
+      im.key = key;
       hits->push_back(std::move(h));
-    }
+    };
+    for (auto& [device, ups] : device_uplinks) judge(device, ups, false);
+    for (auto& [device, links] : device_downlinks) judge(device, links, true);
   }
 
   // Drops on a lossless queue. PFC should pause the sender before the class
@@ -795,11 +833,17 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           return false;
         };
         if (auto im = device_imbalance.find(device);
-            im != device_imbalance.end() && is_uplink(worst->e->entity) && !congestion_origin.count(device)) {
+            im != device_imbalance.end() && im->second.uplinks && is_uplink(worst->e->entity) &&
+            !congestion_origin.count(device)) {
           // The deep queue is an uplink of a switch whose uplinks collide:
           // the collision is the origin of its pauses, whether this uplink
           // is among the busiest it names or fills behind pauses from above.
           congestion_origin[device] = im->second.key;
+        } else if (auto toward = toward_imbalance.find(worst->e->entity);
+                   toward != toward_imbalance.end() && !congestion_origin.count(device)) {
+          // The deep queue is a link toward a switch whose links from this
+          // tier collide: the same.
+          congestion_origin[device] = toward->second;
         } else if (!congestion_origin.count(device)) {
           // Marking, but DCQCN cannot hold it: congestion beyond ECN's reach.
           Hit h{"ecn_hotspot", worst->e->entity, v1::SEVERITY_WARNING,
@@ -961,38 +1005,42 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
       int64_t ts_us = 0;
       std::vector<const CollRecord*> ranks;
     };
+    // Keyed by communicator, then op and size: sequence numbers count per
+    // communicator, and a job may have several.
     std::map<std::string, std::map<uint64_t, Seq>> by_bucket;
     for (const CollRecord& r : job.records) {
-      Seq& seq = by_bucket[SizeBucket(r.op, r.bytes)][r.seq];
+      const std::string key = StrCat(SizeBucket(r.op, r.bytes), " ", r.comm);
+      Seq& seq = by_bucket[key][r.seq];
       seq.ts_us = std::max(seq.ts_us, r.ts_us);
       seq.ranks.push_back(&r);
+      BucketState& st = job.buckets[key];
+      st.ranks = std::max(st.ranks, r.n_ranks);
     }
-    for (const auto& [bucket, seqs] : by_bucket)
-      for (const auto& [n, seq] : seqs)
-        job.max_ranks = std::max(job.max_ranks, static_cast<uint32_t>(seq.ranks.size()));
     for (const auto& [bucket, seqs] : by_bucket) {
       BucketState& st = job.buckets[bucket];
+      for (const auto& [n, seq] : seqs) st.ranks = std::max(st.ranks, static_cast<uint32_t>(seq.ranks.size()));
       // Collectives are judged once, in order: each as soon as every rank
       // has reported it, or once a newer one is complete (what is missing
       // will not come).
       uint64_t newest_complete = 0;
       for (const auto& [n, seq] : seqs)
-        if (seq.ranks.size() >= job.max_ranks) newest_complete = n;
+        if (seq.ranks.size() >= st.ranks) newest_complete = n;
       std::vector<std::pair<uint64_t, const Seq*>> fresh;
       for (auto it = seqs.upper_bound(st.last_seq); it != seqs.end() && it->first <= newest_complete; ++it)
         fresh.push_back({it->first, &it->second});
       if (newest_complete > st.last_seq) st.last_seq = newest_complete;
 
+      const std::string op_size = bucket.substr(0, bucket.find(' '));
       JobSummary& summary = job.summary[bucket];
       summary.job = id;
-      summary.op = bucket.substr(0, bucket.find('/'));
-      summary.size = bucket.substr(bucket.find('/') + 1);
+      summary.op = op_size.substr(0, op_size.find('/'));
+      summary.size = op_size.substr(op_size.find('/') + 1);
       for (const auto& [n, seq] : fresh) {
-        if (seq->ranks.size() * 2 < job.max_ranks) continue;
+        if (seq->ranks.size() * 2 < st.ranks) continue;
         double sum = 0;
         for (const CollRecord* r : seq->ranks) sum += r->busbw;
         JudgeBusbw(st, sum / static_cast<double>(seq->ranks.size()), seq->ts_us);
-        if (seq->ranks.size() >= job.max_ranks) JudgeFastest(st, seq->ranks);
+        if (seq->ranks.size() >= st.ranks) JudgeFastest(st, seq->ranks);
       }
       // The newest few collectives' busbw, every rank's view, for the summary.
       {
@@ -1000,7 +1048,7 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
         double sum = 0;
         size_t n = 0, used = 0;
         for (auto it = seqs.rbegin(); it != seqs.rend() && used < kBusbwSeqs; ++it) {
-          if (it->second.ranks.size() * 2 < job.max_ranks) continue;
+          if (it->second.ranks.size() * 2 < st.ranks) continue;
           ++used;
           for (const CollRecord* r : it->second.ranks) sum += r->busbw, ++n;
         }
@@ -1018,29 +1066,29 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
         ev.set_counter("busbw_gbs");
         ev.set_total(baseline);
         ev.set_peak_rate(mean);
-        char note[200];
+        char note[320];
         std::snprintf(note, sizeof note,
-                      "%s: baseline %s GB/s (median of %zu healthy collectives, spread %.1f%%); CUSUM "
+                      "%s (communicator %s): baseline %s GB/s (median of %zu healthy collectives, spread %.1f%%); CUSUM "
                       "log-likelihood ratio %.0f over %.0f collectives since the change (finding at %.0f)",
-                      bucket.c_str(), Num(baseline).c_str(), st.healthy.size(), 100 * st.sigma / baseline,
+                      op_size.c_str(), bucket.substr(op_size.size() + 1).c_str(), Num(baseline).c_str(), st.healthy.size(), 100 * st.sigma / baseline,
                       st.cusum, st.since_n, s_.regression_llr);
         ev.set_note(note);
         h.evidence.push_back(ev);
         char buf[200];
         std::snprintf(buf, sizeof buf, "job %s %s busbw %.1f GB/s, %.0f%% below its baseline %.1f GB/s",
-                      id.c_str(), bucket.c_str(), mean, 100 * (1 - mean / baseline), baseline);
+                      id.c_str(), op_size.c_str(), mean, 100 * (1 - mean / baseline), baseline);
         h.summary = buf;
         hits->push_back(std::move(h));
       }
 
       // A straggler: the same rank has had the shortest kernel, clearly apart
       // from the rest, in more consecutive collectives than chance allows.
-      if (job.max_ranks < 3 || st.streak < StreakNeeded(job.max_ranks)) continue;
+      if (st.ranks < 3 || st.streak_ranks != st.ranks || st.streak < StreakNeeded(st.ranks)) continue;
       std::string entity = StrCat(st.fast_host, "/rank", st.fast_rank);
       if (reg != nullptr)
         for (const auto& placement : reg->ranks())
           if (placement.rank() == st.fast_rank) entity = StrCat(placement.host(), "/gpu", placement.gpu());
-      const double chance = std::pow(static_cast<double>(job.max_ranks), 1.0 - st.streak);
+      const double chance = std::pow(static_cast<double>(st.ranks), 1.0 - st.streak);
       Hit h{"straggler", entity, v1::SEVERITY_WARNING, std::max(0.0, 1 - st.fast_exec / st.fast_median),
             st.streak_since_us};
       h.job = id;
@@ -1053,7 +1101,7 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
       std::snprintf(note, sizeof note,
                     "rank %u; shortest kernel, apart from the other %u, in the last %d collectives in a row "
                     "(chance on a healthy job %.1e); median kernel time %s us",
-                    st.fast_rank, job.max_ranks - 1, st.streak, chance, Num(st.fast_median).c_str());
+                    st.fast_rank, st.ranks - 1, st.streak, chance, Num(st.fast_median).c_str());
       ev.set_note(note);
       h.evidence.push_back(ev);
       char buf[220];
@@ -1308,13 +1356,16 @@ void Detectors::JudgeFastest(BucketState& st, const std::vector<const CollRecord
     st.streak = 0;
     return;
   }
-  if (st.streak > 0 && fastest->rank == st.fast_rank) {
+  // A streak counts collectives judged over the same set of ranks: one
+  // begun while a host had not reported yet is not evidence over more.
+  if (st.streak > 0 && fastest->rank == st.fast_rank && ranks.size() == st.streak_ranks) {
     ++st.streak;
   } else {
     st.streak = 1;
     st.fast_rank = fastest->rank;
     st.fast_host = fastest->host;
     st.streak_since_us = fastest->ts_us;
+    st.streak_ranks = ranks.size();
   }
   st.fast_exec = fastest->exec_us;
   st.fast_median = median;

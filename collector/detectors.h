@@ -152,7 +152,8 @@ class Detectors final {
   };
   struct CollRecord {
     int64_t ts_us;
-    uint32_t rank;
+    std::string comm;
+    uint32_t rank, n_ranks;  // n_ranks: the communicator's size, as NCCL states it (0: not stated)
     std::string host;
     std::string op;
     uint64_t bytes;
@@ -160,9 +161,13 @@ class Detectors final {
     double busbw;
     double exec_us;
   };
-  // One op and size bucket of a job: its collectives judged in order.
+  // One communicator's op and size bucket: its collectives judged in order.
   struct BucketState {
     uint64_t last_seq = 0;  // judged up to here
+    // Its ranks: the size NCCL states, else the most seen reporting one
+    // collective. A collective is complete, and the fastest rank judged,
+    // only when this many have reported it.
+    uint32_t ranks = 0;
     // busbw: the healthy level and a one-sided CUSUM for a drop.
     std::deque<double> healthy;  // per-collective mean busbw while nothing was amiss
     size_t healthy_at_fit = 0;   // healthy samples added since baseline/sigma were computed
@@ -174,6 +179,7 @@ class Detectors final {
     uint32_t fast_rank = 0;
     std::string fast_host;
     int streak = 0;
+    size_t streak_ranks = 0;  // how many ranks each collective of the streak had
     int64_t streak_since_us = 0;
     double fast_exec = 0, fast_median = 0;
   };
@@ -182,9 +188,8 @@ class Detectors final {
     int64_t newest_us = 0;
     int64_t first_us = 0;
     int64_t judged_until_us = 0;
-    uint32_t max_ranks = 0;  // most ranks seen reporting one collective
-    std::map<std::string, BucketState> buckets;   // op/size bucket -> its judgement so far
-    std::map<std::string, JobSummary> summary;    // op/size bucket -> last judgement
+    std::map<std::string, BucketState> buckets;   // comm + op/size bucket -> its judgement so far
+    std::map<std::string, JobSummary> summary;    // comm + op/size bucket -> last judgement
     bool stalled = false;
     // Per evaluation: ECN marks and packets per second on the congested
     // queues of its paths (for latency_regression: did congestion move?).

@@ -707,6 +707,103 @@ TEST_F(EcmpImbalanceTest, LoadMovedOffADownUplinkIsNotACollision) {
   EXPECT_NE(Active("link_down"), nullptr);
 }
 
+// Two racks, two spines. Flows from rack 2 to rack 1 are hashed at
+// z1-rtsw02 onto the spines; the spines' links toward z1-rtsw01 are the
+// group they collide on.
+const char* kTwoRacksTwoSpines = R"yaml(
+switches:
+  - {name: z1-rtsw01, role: rtsw, zone: z1}
+  - {name: z1-rtsw02, role: rtsw, zone: z1}
+  - {name: z1-ctsw01, role: ctsw, zone: z1}
+  - {name: z1-ctsw02, role: ctsw, zone: z1}
+hosts:
+  - {name: z1-r01-h1, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.1}]}
+  - {name: z1-r02-h1, zone: z1, rack: 2, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.2.1}]}
+links:
+  - {a: z1-r01-h1/mlx5_0, b: z1-rtsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-r02-h1/mlx5_0, b: z1-rtsw02/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet8, b: z1-ctsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet12, b: z1-ctsw02/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw02/Ethernet8, b: z1-ctsw01/Ethernet4, speed_gbps: 400}
+  - {a: z1-rtsw02/Ethernet12, b: z1-ctsw02/Ethernet4, speed_gbps: 400}
+)yaml";
+
+class TowardImbalanceTest : public DetectorsFixture {
+ protected:
+  static constexpr const char* kToward[] = {"z1-ctsw01/Ethernet0", "z1-ctsw02/Ethernet0"};
+  void SetUp() override {
+    UseTopology(kTwoRacksTwoSpines);
+    for (const char* port : {"z1-ctsw01/Ethernet0", "z1-ctsw02/Ethernet0", "z1-ctsw01/Ethernet4",
+                             "z1-ctsw02/Ethernet4", "z1-rtsw02/Ethernet8", "z1-rtsw02/Ethernet12"}) {
+      fabric_.Set(v1::SCOPE_PORT, port, "link_up", 1);
+      fabric_.Set(v1::SCOPE_PORT, port, "rate_bytes_per_second", 50'000'000'000);
+      fabric_.Set(v1::SCOPE_PORT, port, "tx_bytes", 0);
+      fabric_.Set(v1::SCOPE_PORT, port, "pfc_tx_pause_us", 0, 3);
+      fabric_.Set(v1::SCOPE_PORT, port, "pfc_rx_pause_us", 0, 3);
+      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_tx_packets", 0, std::nullopt, 3);
+      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_ecn_marked_packets", 0, std::nullopt, 3);
+      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_depth_bytes", 0, std::nullopt, 3);
+    }
+  }
+  // Seconds [from, to): the spines' links toward z1-rtsw01 send `shares`
+  // of line rate; the first, when `collide`, holds a deep, marking queue
+  // and z1-ctsw01 pauses z1-rtsw02, which feeds it.
+  void Run(int from, int to, const std::vector<double>& shares, bool collide) {
+    fabric_.Set(v1::SCOPE_QUEUE, kToward[0], "queue_depth_bytes", collide ? 2'000'000 : 0, std::nullopt, 3);
+    for (int s = from; s < to; ++s) {
+      for (size_t i = 0; i < shares.size(); ++i) {
+        const auto bytes = static_cast<uint64_t>(shares[i] * 50e9);
+        fabric_.Add(v1::SCOPE_PORT, kToward[i], "tx_bytes", bytes);
+        fabric_.Add(v1::SCOPE_QUEUE, kToward[i], "queue_tx_packets", bytes / 4096, std::nullopt, 3);
+        if (collide && i == 0)
+          fabric_.Add(v1::SCOPE_QUEUE, kToward[i], "queue_ecn_marked_packets", bytes / 4096 / 20, std::nullopt, 3);
+      }
+      if (collide) {
+        fabric_.Add(v1::SCOPE_PORT, "z1-ctsw01/Ethernet4", "pfc_tx_pause_us", 300'000, 3);
+        fabric_.Add(v1::SCOPE_PORT, "z1-rtsw02/Ethernet8", "pfc_rx_pause_us", 300'000, 3);
+      }
+      Step(s);
+    }
+  }
+};
+
+// Flows to one rack that the racks upstream hashed onto one spine collide
+// on that spine's link to the rack. The deep queue there is the collision,
+// not a hot spot ECN cannot hold, and the pauses it sends are its
+// consequences.
+TEST_F(TowardImbalanceTest, FlowsToOneRackCollidingOnOneSpinesLinkAreACollisionNotAHotSpot) {
+  Run(0, 3, {0.3, 0.3}, false);
+  Run(3, 7, {1.0, 0.1}, true);
+  const auto* collision = Active("ecmp_imbalance");
+  ASSERT_NE(collision, nullptr);
+  EXPECT_EQ(collision->entity(), "z1-rtsw01") << "named by the switch the links lead to";
+  ASSERT_GE(collision->evidence_size(), 1);
+  EXPECT_EQ(collision->evidence(0).entity(), "z1-ctsw01/Ethernet0");
+  EXPECT_NE(collision->summary().find("links toward z1-rtsw01"), std::string::npos) << collision->summary();
+  int pauses = 0;
+  for (const auto& [id, a] : all_) {
+    EXPECT_NE(a.kind(), "ecn_hotspot") << a.summary();
+    if (a.kind() == "pfc_pause" && a.end_us() == 0) {
+      ++pauses;
+      EXPECT_EQ(a.caused_by(), collision->id()) << a.entity();
+    }
+  }
+  EXPECT_GE(pauses, 1) << "z1-ctsw01 pauses z1-rtsw02";
+  Run(7, 14, {0.5, 0.5}, false);
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr) << "spread evenly again, it clears";
+}
+
+// A spine that lost a link routes around it: load moved onto the other
+// spine's link is no collision.
+TEST_F(TowardImbalanceTest, LoadMovedByASpinesDownLinkIsNotACollision) {
+  Run(0, 3, {0.3, 0.3}, false);
+  fabric_.Set(v1::SCOPE_PORT, "z1-ctsw02/Ethernet4", "link_up", 0);
+  fabric_.Set(v1::SCOPE_PORT, "z1-rtsw02/Ethernet12", "link_up", 0);
+  Run(3, 7, {1.0, 0.1}, true);
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
+  EXPECT_NE(Active("link_down"), nullptr);
+}
+
 // Collective records of one job: `n` ranks on two hosts, seq `seq`.
 v1::TelemetryBatch Collectives(int64_t ts, uint64_t seq, int n, double exec_us, double busbw,
                                int late_rank = -1, double late_exec_us = 0) {
@@ -839,6 +936,44 @@ TEST_F(DetectorsTest, StragglerIsTheSameFastestRankMoreOftenThanChanceAllows) {
     // A streak may have begun by chance just before the delay did.
     EXPECT_GE(found_at, needed - 2) << "found only once chance is below 1e-8";
     EXPECT_LE(found_at, 2 * needed) << "and soon after: noise breaks a streak only now and then";
+  }
+}
+
+// At a job's start the hosts' agents deliver at different moments. A rank
+// that was fastest among the few ranks reported so far has beaten only
+// them: its streak is no evidence against the whole job, whether NCCL
+// states the communicator's size or not.
+TEST_F(DetectorsTest, AStreakAmongTheFirstHostsToReportIsNotAStraggler) {
+  for (bool stated : {true, false}) {
+    SCOPED_TRACE(stated ? "n_ranks stated" : "n_ranks not stated");
+    constexpr int kRanks = 28, kSeqs = 7;  // a streak one short of what 14 ranks need
+    Detectors d{DetectorSettings{}};
+    JobSeries series(&d, kRanks, 1);  // for its registry
+    auto half = [&](uint64_t seq, bool first_host) {
+      v1::TelemetryBatch all = Collectives(kT0 + static_cast<int64_t>(seq) * 30'000, seq, kRanks, 4000, 144);
+      v1::TelemetryBatch batch;
+      batch.set_agent_id(first_host ? "z1-r01-h1" : "z1-r02-h1");
+      for (auto rec : all.collectives()) {
+        if ((rec.rank() < kRanks / 2) != first_host) continue;
+        if (!stated) rec.clear_n_ranks();
+        // Rank 0 beats its host's other ranks clearly; the other host's
+        // ranks are faster still.
+        rec.set_exec_time_us(rec.rank() == 0 ? 3900 : first_host ? 4000 + rec.rank() % 3 : 3800 + rec.rank() % 5);
+        *batch.add_collectives() = rec;
+      }
+      return batch;
+    };
+    std::vector<v1::Anomaly> seen;
+    auto evaluate = [&](int64_t at) {
+      for (auto& a : d.Evaluate(at, series.context_)) seen.push_back(a);
+    };
+    for (uint64_t seq = 1; seq <= kSeqs; ++seq) {
+      d.Observe(half(seq, true));
+      evaluate(kT0 + static_cast<int64_t>(seq) * 30'000 + 1000);
+    }
+    for (uint64_t seq = 1; seq <= kSeqs; ++seq) d.Observe(half(seq, false));
+    evaluate(kT0 + kSeqs * 30'000 + 2000);
+    for (const auto& a : seen) EXPECT_NE(a.kind(), "straggler") << a.ShortDebugString();
   }
 }
 
