@@ -109,6 +109,22 @@ class DetectorsFixture : public ::testing::Test {
     ASSERT_TRUE(topo.ok()) << topo.status();
     context_.topology = *topo;
   }
+  // Switch ports up at 400G, with every counter a test may move at zero:
+  // bytes, FCS errors, pauses on priority 3, and queue 3's packets, marks
+  // and depth.
+  void QuietPorts(std::initializer_list<const char*> ports) {
+    for (const char* port : ports) {
+      fabric_.Set(v1::SCOPE_PORT, port, "link_up", 1);
+      fabric_.Set(v1::SCOPE_PORT, port, "rate_bytes_per_second", 50'000'000'000);
+      fabric_.Set(v1::SCOPE_PORT, port, "tx_bytes", 0);
+      fabric_.Set(v1::SCOPE_PORT, port, "rx_fcs_errors", 0);
+      fabric_.Set(v1::SCOPE_PORT, port, "pfc_tx_pause_us", 0, 3);
+      fabric_.Set(v1::SCOPE_PORT, port, "pfc_rx_pause_us", 0, 3);
+      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_tx_packets", 0, std::nullopt, 3);
+      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_ecn_marked_packets", 0, std::nullopt, 3);
+      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_depth_bytes", 0, std::nullopt, 3);
+    }
+  }
   // One poll of everything at second `s`, then an evaluation.
   std::vector<v1::Anomaly> Step(int s) {
     detectors_.Observe(fabric_.Poll(kT0 + s * kSecond));
@@ -599,13 +615,7 @@ class EcmpImbalanceTest : public DetectorsFixture {
                                              "z1-rtsw01/Ethernet20"};
   void SetUp() override {
     UseTopology(kFourUplinks);
-    for (const char* port : kUplinks) {
-      fabric_.Set(v1::SCOPE_PORT, port, "link_up", 1);
-      fabric_.Set(v1::SCOPE_PORT, port, "rate_bytes_per_second", 50'000'000'000);
-      fabric_.Set(v1::SCOPE_PORT, port, "tx_bytes", 0);
-      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_tx_packets", 0, std::nullopt, 3);
-      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_ecn_marked_packets", 0, std::nullopt, 3);
-    }
+    QuietPorts({kUplinks[0], kUplinks[1], kUplinks[2], kUplinks[3]});
   }
   // Seconds [from, to) with each uplink sending `share` of its 50 GB/s; the
   // uplinks in `marking` mark 1% of their packets (their queue is above
@@ -733,17 +743,8 @@ class TowardImbalanceTest : public DetectorsFixture {
   static constexpr const char* kToward[] = {"z1-ctsw01/Ethernet0", "z1-ctsw02/Ethernet0"};
   void SetUp() override {
     UseTopology(kTwoRacksTwoSpines);
-    for (const char* port : {"z1-ctsw01/Ethernet0", "z1-ctsw02/Ethernet0", "z1-ctsw01/Ethernet4",
-                             "z1-ctsw02/Ethernet4", "z1-rtsw02/Ethernet8", "z1-rtsw02/Ethernet12"}) {
-      fabric_.Set(v1::SCOPE_PORT, port, "link_up", 1);
-      fabric_.Set(v1::SCOPE_PORT, port, "rate_bytes_per_second", 50'000'000'000);
-      fabric_.Set(v1::SCOPE_PORT, port, "tx_bytes", 0);
-      fabric_.Set(v1::SCOPE_PORT, port, "pfc_tx_pause_us", 0, 3);
-      fabric_.Set(v1::SCOPE_PORT, port, "pfc_rx_pause_us", 0, 3);
-      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_tx_packets", 0, std::nullopt, 3);
-      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_ecn_marked_packets", 0, std::nullopt, 3);
-      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_depth_bytes", 0, std::nullopt, 3);
-    }
+    QuietPorts({"z1-ctsw01/Ethernet0", "z1-ctsw02/Ethernet0", "z1-ctsw01/Ethernet4", "z1-ctsw02/Ethernet4",
+                "z1-rtsw02/Ethernet8", "z1-rtsw02/Ethernet12"});
   }
   // Seconds [from, to): the spines' links toward z1-rtsw01 send `shares`
   // of line rate; the first, when `collide`, holds a deep, marking queue
@@ -1043,15 +1044,8 @@ class ContentionTest : public DetectorsFixture {
   static constexpr const char* kShared[] = {"z1-rtsw01/Ethernet8", "z1-ctsw01/Ethernet4"};
   void SetUp() override {
     UseTopology(kTwoRacksTwoHosts);
-    for (const char* port : {"z1-rtsw01/Ethernet0", "z1-rtsw01/Ethernet4", "z1-rtsw01/Ethernet8",
-                             "z1-rtsw02/Ethernet0", "z1-rtsw02/Ethernet4", "z1-rtsw02/Ethernet8",
-                             "z1-ctsw01/Ethernet0", "z1-ctsw01/Ethernet4"}) {
-      fabric_.Set(v1::SCOPE_PORT, port, "link_up", 1);
-      fabric_.Set(v1::SCOPE_PORT, port, "rx_fcs_errors", 0);
-      fabric_.Set(v1::SCOPE_PORT, port, "pfc_rx_pause_us", 0, 3);
-      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_tx_packets", 0, std::nullopt, 3);
-      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_ecn_marked_packets", 0, std::nullopt, 3);
-    }
+    QuietPorts({"z1-rtsw01/Ethernet0", "z1-rtsw01/Ethernet4", "z1-rtsw01/Ethernet8", "z1-rtsw02/Ethernet0",
+                "z1-rtsw02/Ethernet4", "z1-rtsw02/Ethernet8", "z1-ctsw01/Ethernet0", "z1-ctsw01/Ethernet4"});
   }
   static v1::Job Job(const std::string& id, const std::vector<std::string>& hosts, int64_t start_us) {
     v1::Job job;
