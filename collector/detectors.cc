@@ -922,8 +922,15 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     if (best != nullptr) return StrCat(best->kind, "|", best->entity);
     // No origin among the pausers: the congestion of the switch at the
     // other end of the port's link (an ECMP collision there).
-    if (const std::string peer = PeerPort(topo, entity); !peer.empty())
+    const std::string peer = PeerPort(topo, entity);
+    if (!peer.empty())
       if (auto it = congestion_origin.find(EntityDevice(peer)); it != congestion_origin.end()) return it->second;
+    // Nor there: a switch whose uplinks collide, at either end of the link,
+    // pauses what feeds the collided uplinks even while no queue of it is
+    // deep enough to name (the pausing port itself is a victim then).
+    for (const std::string& device : {EntityDevice(entity), peer.empty() ? std::string() : EntityDevice(peer)})
+      if (auto it = device_imbalance.find(device); it != device_imbalance.end() && it->second.uplinks)
+        return it->second.key;
     return "";
   };
   for (const Pause* p : victims) {

@@ -675,6 +675,28 @@ TEST_F(EcmpImbalanceTest, PausesFromTheCollidingSwitchAreItsConsequences) {
   }
 }
 
+// The NIC and its switch read their pause counters over different
+// intervals: the NIC can see itself paused past pause_ratio while the
+// switch's port, over its own interval, pauses it a little less and is no
+// origin. The pause still comes from the collision on that switch.
+TEST_F(EcmpImbalanceTest, ANicPausedByTheCollidingSwitchIsItsConsequence) {
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "link_up", 1);
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "rate_bytes_per_second", 50'000'000'000);
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 0, 3);
+  QuietPorts({"z1-rtsw01/Ethernet0"});
+  Run(0, 3, {0.3, 0.3, 0.3, 0.3}, {});
+  for (int s = 3; s < 7; ++s) {
+    fabric_.Add(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 60'000, 3);
+    fabric_.Add(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_tx_pause_us", 40'000, 3);
+    Run(s, s + 1, {1.0, 0.1, 0.1, 0.1}, {0});
+  }
+  const auto* collision = Active("ecmp_imbalance");
+  ASSERT_NE(collision, nullptr);
+  const auto* paused = Active("pfc_pause", "z1-r01-h1/mlx5_0");
+  ASSERT_NE(paused, nullptr) << "paused 6% of the time";
+  EXPECT_EQ(paused->caused_by(), collision->id()) << paused->summary();
+}
+
 TEST_F(EcmpImbalanceTest, ABurstyCollectiveCollidesFarBelowLineRateOnAverage) {
   // Communication phases between compute: the interval's mean rate is a
   // tenth of line rate, yet the busy uplinks queue and mark.

@@ -130,6 +130,9 @@ Footprint JobFootprint(const Topology* topology, const v1::Job& job, const std::
   std::set<std::string> ctsws;
   for (const std::string& rtsw : rtsws) {
     fp.devices.insert(rtsw);
+    // Every NIC of the job on one RTSW: its traffic turns there and never
+    // crosses the tiers above.
+    if (rtsws.size() < 2) continue;
     for (const std::string& port : topology->PortsOf(rtsw)) {
       const std::string full = StrCat(rtsw, "/", port);
       const int link = topology->LinkOfPort(full);

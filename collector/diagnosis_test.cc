@@ -85,6 +85,31 @@ TEST(FootprintTest, JobPathsCoverItsRacksUplinksAndSpinesButNotOtherRacks) {
   EXPECT_FALSE(drained.ports.count("z1-ctsw02/Ethernet0"));
 }
 
+// A job whose NICs all hang off one RTSW: its traffic turns there, so a
+// fault on that RTSW's uplinks or on a spine is not on its paths.
+TEST(FootprintTest, AJobUnderOneRackSwitchCrossesNothingAboveIt) {
+  auto topo = Topology::FromYaml(kDiagnosisTopology, "test");
+  ASSERT_TRUE(topo.ok()) << topo.status();
+  v1::Job job;
+  job.set_id("4712");
+  for (uint32_t r = 0; r < 2; ++r) {
+    auto* p = job.add_ranks();
+    p->set_rank(r);
+    p->set_host("z1-r01-h1");
+    p->set_nic("mlx5_0");
+    p->set_gpu(r);
+  }
+  const Footprint fp = JobFootprint(topo->get(), job, {});
+  EXPECT_TRUE(fp.ports.count("z1-rtsw01/Ethernet0"));
+  EXPECT_TRUE(fp.devices.count("z1-rtsw01"));
+  EXPECT_FALSE(fp.ports.count("z1-rtsw01/Ethernet8")) << "an uplink";
+  EXPECT_FALSE(fp.devices.count("z1-ctsw01"));
+  v1::Anomaly spine;
+  spine.set_kind("buffer_threshold_drops");
+  spine.set_entity("z1-ctsw01");
+  EXPECT_FALSE(Touches(fp, spine, "4712"));
+}
+
 TEST(DiagnoseTest, RanksTheCauseFirstAndIgnoresOtherJobsTrouble) {
   const int64_t t = 1'800'000'000'000'000;
   DiagnoseInput in = TwoRackJobInput(t - 600'000'000, t + 60'000'000);
