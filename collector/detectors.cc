@@ -614,8 +614,15 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           break;
         }
       if (near_fault || mean <= 0 || hottest == nullptr || hottest->util < kUplinkImbalance * mean) return;
-      if (toward && link_faulted.count(EntityDevice(hottest->e->entity))) return;
       const Uplink* coldest = &ups.back();
+      // The links toward a switch are read by the switches above it, each
+      // at its own moments, so their rates compare less well than one
+      // switch's uplinks do (a job starting inside one reading and before
+      // another): the room the others had must show in their queues too.
+      // Every link of the group queued: too little capacity, not a
+      // collision.
+      if (toward && (link_faulted.count(EntityDevice(hottest->e->entity)) || queue_congested.count(coldest->e->entity)))
+        return;
       auto name = [&](const Uplink& u) { return toward ? u.e->entity : u.e->entity.substr(device.size() + 1); };
       const double interval_us = IntervalUs(*hottest->e);
       Hit h{"ecmp_imbalance", device, v1::SEVERITY_INFO, std::min(1.0, (hottest->util / mean - 1) / 2),

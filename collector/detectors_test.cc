@@ -816,6 +816,17 @@ TEST_F(TowardImbalanceTest, FlowsToOneRackCollidingOnOneSpinesLinkAreACollisionN
   EXPECT_EQ(Active("ecmp_imbalance"), nullptr) << "spread evenly again, it clears";
 }
 
+// Both spines' links toward the rack queue: there is no room to place the
+// flows better, whatever their rates over intervals that do not line up.
+TEST_F(TowardImbalanceTest, EveryLinkTowardTheSwitchQueuingIsALackOfCapacity) {
+  Run(0, 3, {0.3, 0.3}, false);
+  for (int s = 3; s < 7; ++s) {
+    fabric_.Add(v1::SCOPE_QUEUE, kToward[1], "queue_ecn_marked_packets", 1'000, std::nullopt, 3);
+    Run(s, s + 1, {1.0, 0.2}, true);
+  }
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
+}
+
 // A spine that lost a link routes around it: load moved onto the other
 // spine's link is no collision.
 TEST_F(TowardImbalanceTest, LoadMovedByASpinesDownLinkIsNotACollision) {

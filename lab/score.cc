@@ -180,10 +180,19 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     // Top-1 through the diagnoses of the jobs this fault touches.
     collector::DiagnoseInput in;
     in.window_start_us = start - 2'000'000;
-    in.window_end_us = std::min(end, start + static_cast<int64_t>(options.top1_horizon_s * 1e6));
+    // Judged at the horizon, or when the fault was first named if that came
+    // later (a latency regression is called only after its settling time):
+    // once rocefab names the fault, is it first?
+    int64_t judge_until = start + static_cast<int64_t>(options.top1_horizon_s * 1e6);
+    if (fs.detected) judge_until = std::max(judge_until, start + static_cast<int64_t>(fs.latency_s * 1e6) + 1);
+    in.window_end_us = std::min(end, judge_until);
     in.onset_only = true;
+    // As the collector knew them at the horizon: an anomaly raised after
+    // it was not in that diagnosis, however early its start is stamped (a
+    // start is the poll before the one that saw the change).
     for (const auto& a : *anomalies)
-      if (a.start_us() <= in.window_end_us && (a.end_us() == 0 || a.end_us() >= in.window_start_us))
+      if (a.start_us() <= in.window_end_us && (a.end_us() == 0 || a.end_us() >= in.window_start_us) &&
+          (a.detected_us() == 0 || a.detected_us() <= in.window_end_us))
         in.anomalies.push_back(a);
     std::vector<std::pair<std::string, const collector::Footprint*>> judged;
     for (size_t j = 0; j < jobs->size(); ++j)

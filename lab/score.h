@@ -10,7 +10,9 @@
 //  - detection latency: when the collector raised the first such anomaly,
 //    minus the fault's start;
 //  - top-1: `job diagnose` of each job whose paths cross the target, over
-//    the fault's first seconds with only findings that started then, puts a
+//    the fault's first seconds (or until it was first named, when that came
+//    later) with only findings that started then and had been raised by
+//    then, puts a
 //    finding on the target first, of a kind whose playbook handles the
 //    fault (FindingFitsFault). With k faults on a job's paths at once, each
 //    must be among its first k findings. A fault on no job's path is judged

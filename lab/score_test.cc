@@ -1,0 +1,97 @@
+#include "lab/score.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "collector/store.h"
+#include "tests/support/test_support.h"
+
+namespace rocefab::lab {
+namespace {
+
+constexpr int64_t kStart = 1'800'000'000'000'000;
+constexpr int64_t kSecond = 1'000'000;
+
+const char* kTwoRacks = R"yaml(
+switches:
+  - {name: z1-rtsw01, role: rtsw, zone: z1}
+  - {name: z1-rtsw02, role: rtsw, zone: z1}
+  - {name: z1-ctsw01, role: ctsw, zone: z1}
+hosts:
+  - {name: z1-r01-h1, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.1}]}
+  - {name: z1-r02-h1, zone: z1, rack: 2, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.2.1}]}
+links:
+  - {a: z1-r01-h1/mlx5_0, b: z1-rtsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-r02-h1/mlx5_0, b: z1-rtsw02/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet8, b: z1-ctsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw02/Ethernet8, b: z1-ctsw01/Ethernet4, speed_gbps: 400}
+)yaml";
+
+nlohmann::json Fault(const std::string& kind, const std::string& target, double start_s) {
+  const int64_t at = kStart + static_cast<int64_t>(start_s * 1e6);
+  return {{"kind", kind},          {"target", target},     {"start_s", start_s},
+          {"end_s", nullptr},      {"start_unix_us", at},  {"end_unix_us", nullptr},
+          {"happened", true},      {"observable", true},   {"observable_from_unix_us", at},
+          {"victim", ""},          {"observed_until_s", 60.0}};
+}
+
+v1::Anomaly Anomaly(uint64_t id, const std::string& kind, const std::string& entity, double start_s,
+                    double detected_s, v1::Severity severity) {
+  v1::Anomaly a;
+  a.set_id(id);
+  a.set_kind(kind);
+  a.set_entity(entity);
+  a.set_severity(severity);
+  a.set_start_us(kStart + static_cast<int64_t>(start_s * 1e6));
+  a.set_detected_us(kStart + static_cast<int64_t>(detected_s * 1e6));
+  a.set_updated_us(a.detected_us());
+  a.set_magnitude(0.5);
+  return a;
+}
+
+// The top-1 diagnosis is the one an operator would have had at the
+// horizon: a fault injected just after it, whose anomaly's start is stamped
+// at the poll before (inside the horizon) but which was raised after it,
+// is not in that diagnosis, and not an overlapping fault either.
+TEST(ScoreTest, TopOneIsJudgedOnWhatWasRaisedByTheHorizon) {
+  testing::TempDir run;
+  testing::WriteFile(run / "topology.yaml", kTwoRacks);
+  nlohmann::json truth = {{"scenario", "horizon"}, {"start_unix_us", kStart}, {"duration_s", 60.0},
+                          {"conditions", nlohmann::json::array()}, {"jobs", nlohmann::json::array()}};
+  // A straggler at 10 s; a NIC of the job goes down at 25 s, the
+  // straggler's horizon (15 s on).
+  truth["faults"] = {Fault("straggler", "z1-r01-h1/gpu0", 10), Fault("nic_down", "z1-r02-h1/mlx5_0", 25)};
+  testing::WriteFile(run / "truth.json", truth.dump());
+  {
+    auto store = collector::Store::Open({.path = run / "collector.db", .relaxed_durability = true});
+    ASSERT_TRUE(store.ok()) << store.status();
+    v1::Job job;
+    job.set_id("4711");
+    job.set_start_us(kStart);
+    for (uint32_t r = 0; r < 2; ++r) {
+      auto* p = job.add_ranks();
+      p->set_rank(r);
+      p->set_host(r == 0 ? "z1-r01-h1" : "z1-r02-h1");
+      p->set_nic("mlx5_0");
+    }
+    ASSERT_TRUE((*store)->jobs().Start(job).ok());
+    v1::Anomaly straggler = Anomaly(1, "straggler", "z1-r01-h1/gpu0", 10.5, 11, v1::SEVERITY_WARNING);
+    straggler.set_job("4711");
+    // The down link, read at 25.9 s: its start is the poll before, 24.9 s.
+    const v1::Anomaly down = Anomaly(2, "link_down", "z1-r02-h1/mlx5_0", 24.9, 25.9, v1::SEVERITY_CRITICAL);
+    const std::vector<v1::Anomaly> anomalies = {straggler, down};
+    ASSERT_TRUE((*store)->anomalies().Write(anomalies).ok());
+  }
+  auto score = ScoreRun(run.path());
+  ASSERT_TRUE(score.ok()) << score.status();
+  ASSERT_EQ(score->faults.size(), 2u);
+  EXPECT_EQ(score->faults[0].kind, "straggler");
+  EXPECT_TRUE(score->faults[0].detected);
+  EXPECT_TRUE(score->faults[0].top1) << "first: " << score->faults[0].top1_kind << " " << score->faults[0].top1_entity;
+  EXPECT_TRUE(score->faults[1].top1) << score->faults[1].top1_kind;
+  EXPECT_TRUE(score->false_positives.empty());
+}
+
+}  // namespace
+}  // namespace rocefab::lab
