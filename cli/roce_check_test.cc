@@ -4,23 +4,12 @@
 
 #include <set>
 
+#include "tests/support/test_support.h"
+
 namespace rocefab::cli {
 namespace {
 
-const char* kTopology = R"yaml(
-switches:
-  - {name: z1-rtsw01, role: rtsw, zone: z1}
-  - {name: z1-rtsw02, role: rtsw, zone: z1}
-  - {name: z1-ctsw01, role: ctsw, zone: z1}
-hosts:
-  - {name: z1-r01-h1, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.1}]}
-  - {name: z1-r02-h1, zone: z1, rack: 2, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.2.1}]}
-links:
-  - {a: z1-r01-h1/mlx5_0, b: z1-rtsw01/Ethernet0, speed_gbps: 400}
-  - {a: z1-r02-h1/mlx5_0, b: z1-rtsw02/Ethernet0, speed_gbps: 400}
-  - {a: z1-rtsw01/Ethernet8, b: z1-ctsw01/Ethernet0, speed_gbps: 400}
-  - {a: z1-rtsw02/Ethernet8, b: z1-ctsw01/Ethernet4, speed_gbps: 400}
-)yaml";
+const char* kTopology = rocefab::testing::kTwoRacksOneSpine;
 
 // The policy of docs/controller.md: RoCE on DSCP 26 in lossless tc 3 with
 // ECN, CNPs on DSCP 48 in strict-priority tc 6.

@@ -13,20 +13,7 @@ namespace {
 constexpr int64_t kStart = 1'800'000'000'000'000;
 constexpr int64_t kSecond = 1'000'000;
 
-const char* kTwoRacks = R"yaml(
-switches:
-  - {name: z1-rtsw01, role: rtsw, zone: z1}
-  - {name: z1-rtsw02, role: rtsw, zone: z1}
-  - {name: z1-ctsw01, role: ctsw, zone: z1}
-hosts:
-  - {name: z1-r01-h1, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.1}]}
-  - {name: z1-r02-h1, zone: z1, rack: 2, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.2.1}]}
-links:
-  - {a: z1-r01-h1/mlx5_0, b: z1-rtsw01/Ethernet0, speed_gbps: 400}
-  - {a: z1-r02-h1/mlx5_0, b: z1-rtsw02/Ethernet0, speed_gbps: 400}
-  - {a: z1-rtsw01/Ethernet8, b: z1-ctsw01/Ethernet0, speed_gbps: 400}
-  - {a: z1-rtsw02/Ethernet8, b: z1-ctsw01/Ethernet4, speed_gbps: 400}
-)yaml";
+const char* kTwoRacks = rocefab::testing::kTwoRacksOneSpine;
 
 nlohmann::json Fault(const std::string& kind, const std::string& target, double start_s) {
   const int64_t at = kStart + static_cast<int64_t>(start_s * 1e6);
