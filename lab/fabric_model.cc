@@ -1214,6 +1214,17 @@ bool FabricModel::CanShow(const ActiveFault& fault) const {
     // What only traffic shows: no flow through the target (its egress), or
     // a port's egress, nothing to see (the jobs through it hung on another
     // fault).
+    // Loss on a link: no frame crosses it, none is corrupted.
+    case v1::FAULT_KIND_LOSSY_LINK: {
+      const int port = PortIndex(fault.spec.target());
+      if (port < 0) return true;
+      for (const Flow& f : flows_) {
+        if (f.rate <= 0) continue;
+        for (int ch : f.path)
+          if (channels_[ch].from == port || channels_[ch].to == port) return true;
+      }
+      return false;
+    }
     case v1::FAULT_KIND_ECN_MISCONFIG:
     case v1::FAULT_KIND_ECMP_SKEW:
     case v1::FAULT_KIND_BUFFER_THRESHOLD:

@@ -273,6 +273,22 @@ faults:
   EXPECT_DOUBLE_EQ(model->faults()[2].observable_from_s, 1.0) << "from its start";
 }
 
+// Loss on a link no frame crosses corrupts nothing: a lossy link of a job
+// that a NIC down keeps hung could not show.
+TEST(FabricModel, ALossyLinkNoTrafficCrossesIsNotObservable) {
+  auto model = Model(R"(
+jobs: [{id: "1", hosts: [z1-r01-h1, z1-r02-h1]}, {id: "2", hosts: [z1-r03-h1, z1-r04-h1]}]
+faults:
+  - {kind: nic_down, target: z1-r01-h1/mlx5_0, at_s: 0}
+  - {kind: lossy_link, target: z1-r02-h1/mlx5_0, at_s: 1, drop_rate: 0.01}
+  - {kind: lossy_link, target: z1-r03-h1/mlx5_0, at_s: 1, drop_rate: 0.01}
+)");
+  for (int i = 0; i < 6; ++i) model->Step(0.5, nullptr);
+  ASSERT_EQ(model->faults().size(), 3u);
+  EXPECT_FALSE(model->faults()[1].observable) << "job 1 is hung, its links idle";
+  EXPECT_TRUE(model->faults()[2].observable) << "job 2 runs across it";
+}
+
 TEST(FabricModel, BusBwNearIdealWithoutContention) {
   // Two hosts in one rack: no uplinks, no collisions.
   auto model = Model(R"(jobs: [{id: "1", hosts: [z1-r01-h1, z1-r01-h2]}])");
