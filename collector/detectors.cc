@@ -635,10 +635,11 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         if (!own_congestion(u)) continue;
         hot.push_back(name(u));
         const double bytes = Delta(*u.e, "tx_bytes");
-        h.evidence.push_back(Ev(*u.e, "tx_bytes", bytes, bytes / (interval_us / 1e6),
-                                StrCat("congested ", toward ? "link toward " : "uplink", toward ? device : "", " at ",
-                                       Ratio(u.util / mean), toward ? " the mean of the links toward it"
-                                                                    : " the mean of the switch's uplinks")));
+        h.evidence.push_back(
+            Ev(*u.e, "tx_bytes", bytes, bytes / (interval_us / 1e6),
+               toward ? StrCat("congested link toward ", device, " at ", Ratio(u.util / mean),
+                               " the mean of the links toward it")
+                      : StrCat("congested uplink at ", Ratio(u.util / mean), " the mean of the switch's uplinks")));
       }
       const std::string key = StrCat(h.kind, "|", h.entity);
       if (toward)
@@ -1023,16 +1024,16 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
     // communicator, and a job may have several.
     std::map<std::string, std::map<uint64_t, Seq>> by_bucket;
     for (const CollRecord& r : job.records) {
-      const std::string key = StrCat(SizeBucket(r.op, r.bytes), " ", r.comm);
-      Seq& seq = by_bucket[key][r.seq];
+      Seq& seq = by_bucket[StrCat(SizeBucket(r.op, r.bytes), " ", r.comm)][r.seq];
       seq.ts_us = std::max(seq.ts_us, r.ts_us);
       seq.ranks.push_back(&r);
-      BucketState& st = job.buckets[key];
-      st.ranks = std::max(st.ranks, r.n_ranks);
     }
     for (const auto& [bucket, seqs] : by_bucket) {
       BucketState& st = job.buckets[bucket];
-      for (const auto& [n, seq] : seqs) st.ranks = std::max(st.ranks, static_cast<uint32_t>(seq.ranks.size()));
+      for (const auto& [n, seq] : seqs) {
+        st.ranks = std::max(st.ranks, static_cast<uint32_t>(seq.ranks.size()));
+        for (const CollRecord* r : seq.ranks) st.ranks = std::max(st.ranks, r->n_ranks);
+      }
       // Collectives are judged once, in order: each as soon as every rank
       // has reported it, or once a newer one is complete (what is missing
       // will not come).

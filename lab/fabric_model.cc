@@ -1210,34 +1210,32 @@ void FabricModel::MarkObservable() {
 }
 
 bool FabricModel::CanShow(const ActiveFault& fault) const {
+  // Whether a flow that sends crosses a channel `on` accepts.
+  auto crossed = [&](auto on) {
+    for (const Flow& f : flows_) {
+      if (f.rate <= 0) continue;
+      for (int ch : f.path)
+        if (on(channels_[ch])) return true;
+    }
+    return false;
+  };
   switch (fault.spec.kind()) {
-    // What only traffic shows: no flow through the target (its egress), or
-    // a port's egress, nothing to see (the jobs through it hung on another
-    // fault).
     // Loss on a link: no frame crosses it, none is corrupted.
     case v1::FAULT_KIND_LOSSY_LINK: {
       const int port = PortIndex(fault.spec.target());
-      if (port < 0) return true;
-      for (const Flow& f : flows_) {
-        if (f.rate <= 0) continue;
-        for (int ch : f.path)
-          if (channels_[ch].from == port || channels_[ch].to == port) return true;
-      }
-      return false;
+      return port < 0 || crossed([&](const Channel& ch) { return ch.from == port || ch.to == port; });
     }
+    // What only traffic shows: no flow through the target switch (its
+    // egress), or the target port's egress, nothing to see (the jobs
+    // through it hung on another fault).
     case v1::FAULT_KIND_ECN_MISCONFIG:
     case v1::FAULT_KIND_ECMP_SKEW:
     case v1::FAULT_KIND_BUFFER_THRESHOLD:
     case v1::FAULT_KIND_LATENCY_REGRESSION: {
-      const auto sw = switch_index_.find(fault.spec.target());
-      const int port = sw == switch_index_.end() ? PortIndex(fault.spec.target()) : -1;
-      for (const Flow& f : flows_) {
-        if (f.rate <= 0) continue;
-        for (int ch : f.path)
-          if (sw != switch_index_.end() ? ports_[channels_[ch].from].sw == sw->second : channels_[ch].from == port)
-            return true;
-      }
-      return false;
+      if (const auto sw = switch_index_.find(fault.spec.target()); sw != switch_index_.end())
+        return crossed([&](const Channel& ch) { return ports_[ch.from].sw == sw->second; });
+      const int port = PortIndex(fault.spec.target());
+      return crossed([&](const Channel& ch) { return ch.from == port; });
     }
     // A straggler needs its job to run collectives.
     case v1::FAULT_KIND_STRAGGLER: {

@@ -187,9 +187,9 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     if (fs.detected) judge_until = std::max(judge_until, start + static_cast<int64_t>(fs.latency_s * 1e6) + 1);
     in.window_end_us = std::min(end, judge_until);
     in.onset_only = true;
-    // As the collector knew them at the horizon: an anomaly raised after
-    // it was not in that diagnosis, however early its start is stamped (a
-    // start is the poll before the one that saw the change).
+    // As the collector knew them then: an anomaly raised later was not in
+    // that diagnosis, however early its start is stamped (a start is the
+    // poll before the one that saw the change).
     for (const auto& a : *anomalies)
       if (a.start_us() <= in.window_end_us && (a.end_us() == 0 || a.end_us() >= in.window_start_us) &&
           (a.detected_us() == 0 || a.detected_us() <= in.window_end_us))

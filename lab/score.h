@@ -12,9 +12,8 @@
 //  - top-1: `job diagnose` of each job whose paths cross the target, over
 //    the fault's first seconds (or until it was first named, when that came
 //    later) with only findings that started then and had been raised by
-//    then, puts a
-//    finding on the target first, of a kind whose playbook handles the
-//    fault (FindingFitsFault). With k faults on a job's paths at once, each
+//    then, puts a finding on the target first, of a kind whose playbook
+//    handles the fault (FindingFitsFault). With k faults on a job's paths at once, each
 //    must be among its first k findings. A fault on no job's path is judged
 //    on the fabric-wide ranking.
 // False positives: anomalies raised by no fault. A root cause (storm, link,
