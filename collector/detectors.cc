@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <deque>
+#include <limits>
 #include <unordered_set>
 
 #include "absl/strings/str_join.h"
@@ -565,6 +567,12 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   };
   std::unordered_map<std::string, Imbalance> device_imbalance;
   std::unordered_map<std::string, std::string> toward_imbalance;  // link toward a colliding switch -> the hit's key
+  // Switch -> the collision its own egress takes part in: its collided
+  // uplinks, or its links toward a switch the flows from its tier collide
+  // on. What a switch paused by it relays.
+  std::unordered_map<std::string, std::string> device_collision;
+  std::unordered_map<std::string, TowardSeen> toward_seen;  // this evaluation's toward_seen_
+  std::unordered_set<std::string> toward_pending;             // congested links of a collision not yet lasting
   {
     // A link that is down or flapping moves load, on its switches and on
     // those that route around it (routes withdrawn); a slow one queues at
@@ -627,6 +635,23 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       const double interval_us = IntervalUs(*hottest->e);
       Hit h{"ecmp_imbalance", device, v1::SEVERITY_INFO, std::min(1.0, (hottest->util / mean - 1) / 2),
             hottest->e->ts_us - static_cast<int64_t>(interval_us)};
+      if (toward) {
+        // And it lasts: a job starting or stopping between the readings of
+        // two switches shows one group's links hot and the other's idle for
+        // one reading each. A collision holds once every link of the group
+        // was read again after the readings that first showed it.
+        int64_t oldest = std::numeric_limits<int64_t>::max(), newest = 0;
+        for (const Uplink& u : ups) oldest = std::min(oldest, u.e->ts_us), newest = std::max(newest, u.e->ts_us);
+        const auto seen = toward_seen_.find(device);
+        const TowardSeen first = seen != toward_seen_.end() ? seen->second : TowardSeen{newest, h.start_us};
+        toward_seen[device] = first;
+        if (seen == toward_seen_.end() || oldest <= first.newest_us) {
+          for (const Uplink& u : ups)
+            if (own_congestion(u)) toward_pending.insert(u.e->entity);
+          return;
+        }
+        h.start_us = std::min(h.start_us, first.start_us);
+      }
       std::vector<std::string> hot;
       Imbalance& im = device_imbalance[device];
       im.uplinks |= !toward;
@@ -634,6 +659,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         if (u.util < kUplinkImbalance * mean) break;
         if (!own_congestion(u)) continue;
         hot.push_back(name(u));
+        device_collision.try_emplace(toward ? EntityDevice(u.e->entity) : device, StrCat(h.kind, "|", h.entity));
         const double bytes = Delta(*u.e, "tx_bytes");
         h.evidence.push_back(
             Ev(*u.e, "tx_bytes", bytes, bytes / (interval_us / 1e6),
@@ -669,6 +695,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     };
     for (auto& [device, ups] : device_uplinks) judge(device, ups, false);
     for (auto& [device, links] : device_downlinks) judge(device, links, true);
+    toward_seen_ = std::move(toward_seen);
   }
 
   // Drops on a lossless queue. PFC should pause the sender before the class
@@ -852,6 +879,9 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           // The deep queue is a link toward a switch whose links from this
           // tier collide: the same.
           congestion_origin[device] = toward->second;
+        } else if (toward_pending.count(worst->e->entity)) {
+          // A link toward a switch that may be a collision, judged at the
+          // next readings: neither a hot spot nor an origin yet.
         } else if (!congestion_origin.count(device)) {
           // Marking, but DCQCN cannot hold it: congestion beyond ECN's reach.
           Hit h{"ecn_hotspot", worst->e->entity, v1::SEVERITY_WARNING,
@@ -939,6 +969,24 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     for (const std::string& device : {EntityDevice(entity), peer.empty() ? std::string() : EntityDevice(peer)})
       if (auto it = device_imbalance.find(device); it != device_imbalance.end() && it->second.uplinks)
         return it->second.key;
+    // Nor there: up the pause tree. A switch paused from further on relays
+    // what holds the switch that pauses it; the first switch on the way that
+    // is congested on its own account, or whose egress collides, is where
+    // the tree starts.
+    std::deque<std::string> todo;
+    std::unordered_set<std::string> visited;
+    for (const std::string& device : {peer.empty() ? std::string() : EntityDevice(peer), EntityDevice(entity)})
+      if (!device.empty() && visited.insert(device).second) todo.push_back(device);
+    while (!todo.empty()) {
+      const std::string device = std::move(todo.front());
+      todo.pop_front();
+      if (auto it = congestion_origin.find(device); it != congestion_origin.end()) return it->second;
+      if (auto it = device_collision.find(device); it != device_collision.end()) return it->second;
+      if (auto it = device_paused.find(device); it != device_paused.end())
+        for (const std::string& port : it->second)
+          if (const std::string pauser = PeerPort(topo, port); !pauser.empty())
+            if (visited.insert(EntityDevice(pauser)).second) todo.push_back(EntityDevice(pauser));
+    }
     return "";
   };
   for (const Pause* p : victims) {
@@ -1253,7 +1301,7 @@ const Footprint& Detectors::JobPaths(const Topology* topo, const v1::Job& job) {
 void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits) {
   constexpr int64_t kChangeLeadUs = 30 * 60 * 1'000'000LL, kChangeLagUs = 10'000'000;
   constexpr int64_t kLatencySettleUs = 20'000'000, kPreexistingUs = 60'000'000;
-  constexpr int64_t kCongestionKeepUs = 180'000'000;
+  constexpr int64_t kCongestionKeepUs = 180'000'000, kLaterFindingUs = 5'000'000;
   const Topology* topo = context.topology.get();
   if (topo == nullptr) return;
   // Congestion on every registered job's paths this round, for later
@@ -1285,7 +1333,9 @@ void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std:
     const v1::Job* job = RunningJob(context, id);
     if (job == nullptr) continue;
     const Footprint& fp = JobPaths(topo, *job);
-    // Anything found on its paths since shortly before the onset explains it.
+    // Anything found on its paths since shortly before the onset explains
+    // it; what began well after the onset (more than a few readings: a
+    // finding's start is its first reading's interval) came too late to.
     bool explained = false;
     for (const Hit& h : *hits) {
       if (h.kind == "busbw_regression" || h.kind == "latency_regression" || h.kind == "ecmp_imbalance") continue;
@@ -1293,23 +1343,25 @@ void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std:
       if (!on_paths) continue;
       const auto tracked = active_.find(h.Key());
       const int64_t began = tracked != active_.end() ? tracked->second.anomaly.start_us() : h.start_us;
-      if (began >= onset_us - kPreexistingUs) explained = true;
+      if (began >= onset_us - kPreexistingUs && began <= onset_us + kLaterFindingUs) explained = true;
     }
     if (explained) continue;
     // Congestion moved: ECN marks per second on its paths' congested queues
-    // (the mean over the last 10 s against the minute before the onset)
+    // (the mean over the 10 s after the onset against the minute before it)
     // rose by half again, plus a tenth of a percent of those queues'
-    // packets. A slower job sends less: with latency alone they fall.
+    // packets. A slower job sends less: with latency alone they fall. What
+    // came later (a fault that began after the onset) is not what slowed it.
     const auto& history = jobs_[id].congestion;
-    double before_marks = 0, now_marks = 0, now_packets = 0;
-    int before_n = 0, now_n = 0;
+    double before_marks = 0, after_marks = 0, after_packets = 0;
+    int before_n = 0, after_n = 0;
     for (const auto& c : history) {
       if (c.ts_us >= onset_us - kPreexistingUs && c.ts_us <= onset_us) before_marks += c.marks, ++before_n;
-      if (c.ts_us >= now_us - 10'000'000) now_marks += c.marks, now_packets += c.packets, ++now_n;
+      if (c.ts_us >= onset_us && c.ts_us <= onset_us + 10'000'000)
+        after_marks += c.marks, after_packets += c.packets, ++after_n;
     }
     if (before_n > 0) before_marks /= before_n;
-    if (now_n > 0) now_marks /= now_n, now_packets /= now_n;
-    if (now_marks > 1.5 * before_marks + 0.001 * now_packets) continue;
+    if (after_n > 0) after_marks /= after_n, after_packets /= after_n;
+    if (after_marks > 1.5 * before_marks + 0.001 * after_packets) continue;
     // What changed on its paths around the onset.
     const v1::ComponentChange* culprit = nullptr;
     std::vector<v1::ComponentChange> changes;
@@ -1336,8 +1388,9 @@ void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std:
     quiet.set_entity(id);
     quiet.set_counter("path_ecn_marks_per_s");
     quiet.set_total(before_marks);
-    quiet.set_peak_rate(now_marks);
-    quiet.set_note("ECN marks per second on the congested queues of its paths, the minute before the onset and now");
+    quiet.set_peak_rate(after_marks);
+    quiet.set_note(
+        "ECN marks per second on the congested queues of its paths, the minute before the onset and the 10 s after");
     h.evidence.push_back(std::move(quiet));
     h.summary = StrCat("job ", id, "'s busbw fell ", Pct(slowdown.drop), " with no congestion, loss or error on its paths; ",
                        culprit->device(), " changed ", culprit->component(), " from ",

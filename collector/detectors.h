@@ -287,6 +287,13 @@ class Detectors final {
     double marks = 0, packets = 0;
   };
   std::unordered_map<std::string, Congested> own_congested_;
+  // Switch -> the links toward it from the tier above looked collided
+  // since the evaluation whose newest reading was `newest_us`.
+  struct TowardSeen {
+    int64_t newest_us = 0;
+    int64_t start_us = 0;
+  };
+  std::unordered_map<std::string, TowardSeen> toward_seen_;
   std::map<std::string, std::pair<size_t, Footprint>> footprints_;  // job -> (its ranks, footprint)
   ComponentLog components_;
   std::string key_;  // reused by Observe

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -57,11 +58,13 @@ class FakeFabric {
   // A full poll, or with `fast`, a fast-path reading of those entities'
   // PFC pause counters alone (deltas chained with the full polls', as the
   // agents' one BatchBuilder chains them).
-  v1::TelemetryBatch Poll(int64_t ts_us, const std::set<std::string>& fast = {}) {
+  // With `device`, a full poll of that device's entities alone.
+  v1::TelemetryBatch Poll(int64_t ts_us, const std::set<std::string>& fast = {}, const std::string& device = "") {
     v1::TelemetryBatch batch;
     batch.set_agent_id("fake");
     for (auto& [id, series] : values_) {
       if (!fast.empty() && !fast.count(id.second)) continue;
+      if (!device.empty() && id.second.rfind(device + "/", 0) != 0) continue;
       auto* es = batch.add_entities();
       es->set_scope(id.first);
       es->set_entity(id.second);
@@ -838,6 +841,61 @@ TEST_F(TowardImbalanceTest, LoadMovedByASpinesDownLinkIsNotACollision) {
   EXPECT_NE(Active("link_down"), nullptr);
 }
 
+// A job that starts between the readings of the two spines: one spine's
+// link toward the rack reads busy and queued, the other's idle, for one
+// reading each. The next readings show the flows spread evenly: no
+// collision, and no hot spot either.
+TEST_F(TowardImbalanceTest, AJobStartingBetweenTwoSpinesReadingsIsNotACollision) {
+  Run(0, 3, {0.0, 0.0}, false);
+  auto poll = [&](const char* spine, int64_t at_us) { detectors_.Observe(fabric_.Poll(at_us, {}, spine)); };
+  const int64_t t3 = kT0 + 3 * kSecond;
+  poll("z1-ctsw02", t3 - 200'000);  // before the job: idle
+  fabric_.Add(v1::SCOPE_PORT, kToward[0], "tx_bytes", 50'000'000'000);
+  fabric_.Add(v1::SCOPE_QUEUE, kToward[0], "queue_tx_packets", 50'000'000'000 / 4096, std::nullopt, 3);
+  fabric_.Add(v1::SCOPE_QUEUE, kToward[0], "queue_ecn_marked_packets", 1'000, std::nullopt, 3);
+  fabric_.Set(v1::SCOPE_QUEUE, kToward[0], "queue_depth_bytes", 2'000'000, std::nullopt, 3);
+  poll("z1-ctsw01", t3);  // after it started: busy, and queued by its first burst
+  for (const auto& a : detectors_.Evaluate(t3 + 100'000, context_)) all_[a.id()] = a;
+  for (int s = 4; s < 8; ++s) {
+    fabric_.Set(v1::SCOPE_QUEUE, kToward[0], "queue_depth_bytes", 0, std::nullopt, 3);
+    for (const char* link : kToward) {
+      fabric_.Add(v1::SCOPE_PORT, link, "tx_bytes", 25'000'000'000);
+      fabric_.Add(v1::SCOPE_QUEUE, link, "queue_tx_packets", 25'000'000'000 / 4096, std::nullopt, 3);
+    }
+    const int64_t ts = kT0 + s * kSecond;
+    poll("z1-ctsw02", ts - 200'000);
+    poll("z1-ctsw01", ts);
+    for (const auto& a : detectors_.Evaluate(ts + 100'000, context_)) all_[a.id()] = a;
+  }
+  EXPECT_EQ(Count("ecmp_imbalance"), 0);
+  EXPECT_EQ(Count("ecn_hotspot"), 0);
+}
+
+// z1-ctsw01 holds z1-rtsw02, which holds its host's NIC in turn: the NIC's
+// pauses, relayed by a switch that is only paused itself, come from the
+// collision two hops away.
+TEST_F(TowardImbalanceTest, PausesRelayedByAPausedSwitchAreTheCollisionsConsequences) {
+  QuietPorts({"z1-rtsw02/Ethernet0"});
+  const char* nic = "z1-r02-h1/mlx5_0";
+  fabric_.Set(v1::SCOPE_NIC, nic, "link_up", 1);
+  fabric_.Set(v1::SCOPE_NIC, nic, "rate_bytes_per_second", 50'000'000'000);
+  fabric_.Set(v1::SCOPE_NIC, nic, "pfc_tx_pause_us", 0, 3);
+  fabric_.Set(v1::SCOPE_NIC, nic, "pfc_rx_pause_us", 0, 3);
+  Run(0, 3, {0.3, 0.3}, false);
+  for (int s = 3; s < 8; ++s) {
+    fabric_.Add(v1::SCOPE_PORT, "z1-rtsw02/Ethernet0", "pfc_tx_pause_us", 300'000, 3);
+    fabric_.Add(v1::SCOPE_NIC, nic, "pfc_rx_pause_us", 300'000, 3);
+    Run(s, s + 1, {1.0, 0.1}, true);
+  }
+  const auto* collision = Active("ecmp_imbalance");
+  ASSERT_NE(collision, nullptr);
+  ASSERT_NE(Active("pfc_pause", nic), nullptr);
+  for (const auto& [id, a] : all_)
+    if (a.kind() == "pfc_pause" && a.end_us() == 0) {
+      EXPECT_EQ(a.caused_by(), collision->id()) << a.entity();
+    }
+}
+
 // Collective records of one job: `n` ranks on two hosts, seq `seq`.
 v1::TelemetryBatch Collectives(int64_t ts, uint64_t seq, int n, double exec_us, double busbw,
                                int late_rank = -1, double late_exec_us = 0) {
@@ -1200,12 +1258,23 @@ class LatencyTest : public ContentionTest {
  protected:
   // 60 s healthy, then from 60 s the job 25% slower until 90 s, with the
   // ports in `marking` marking; z1-ctsw01 reports `os_after` from 60 s.
-  void Run(const std::string& os_after, const std::set<std::string>& marking) {
+  // `each`, when given, runs before each second from 60 s.
+  void Run(const std::string& os_after, const std::set<std::string>& marking,
+           const std::function<void(int)>& each = nullptr) {
     context_.running_jobs = {Job("4711", {"z1-r01-h1", "z1-r02-h1"}, kT0)};
     detectors_.Observe(Versions("z1-ctsw01", kT0, "lab-1.0"));
     for (int s = 0; s < 60; ++s) Second(s, {"4711"}, 144, {"z1-rtsw01/Ethernet8"});
     detectors_.Observe(Versions("z1-ctsw01", kT0 + 60 * kSecond, os_after));
-    for (int s = 60; s < 90; ++s) Second(s, {"4711"}, 108, marking);
+    for (int s = 60; s < 90; ++s) {
+      if (each) each(s);
+      Second(s, {"4711"}, 108, marking);
+    }
+  }
+  // From second `from`, the rack uplink on the job's paths corrupts frames.
+  std::function<void(int)> ErrorsFrom(int from) {
+    return [this, from](int s) {
+      if (s >= from) fabric_.Add(v1::SCOPE_PORT, "z1-ctsw01/Ethernet0", "rx_fcs_errors", 5'000);
+    };
   }
   const v1::Anomaly* Latency() {
     for (const auto& [id, a] : all_)
@@ -1242,6 +1311,22 @@ TEST_F(LatencyTest, CongestionThatRoseIsNoLatencyRegression) {
   Run("lab-2.3", {"z1-rtsw01/Ethernet8", "z1-ctsw01/Ethernet4", "z1-rtsw02/Ethernet8"});
   ASSERT_NE(Active("busbw_regression", "4711"), nullptr);
   EXPECT_EQ(Latency(), nullptr) << Latency()->summary();
+}
+
+TEST_F(LatencyTest, AFaultOnThePathsAtTheOnsetExplainsTheSlowdown) {
+  Run("lab-2.3", {"z1-rtsw01/Ethernet8"}, ErrorsFrom(60));
+  ASSERT_NE(Active("link_errors"), nullptr);
+  EXPECT_EQ(Latency(), nullptr) << Latency()->summary();
+}
+
+// A link that began corrupting frames 10 s into the slowdown came too late
+// to be its cause: the upgrade still is.
+TEST_F(LatencyTest, AFaultThatBeganWellAfterTheOnsetDoesNotHideIt) {
+  Run("lab-2.3", {"z1-rtsw01/Ethernet8"}, ErrorsFrom(70));
+  ASSERT_NE(Active("link_errors"), nullptr);
+  const v1::Anomaly* a = Latency();
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->entity(), "z1-ctsw01");
 }
 
 TEST(DetectorSettingsTest, DefaultsAndEveryProblemReported) {
