@@ -237,6 +237,7 @@ class FabricModel final {
     int straggler_rank = -1;
     std::vector<double> conn_stall_until;  // per connection: QPs waiting out a timeout
     double straggler_delay_s = 0;
+    double bare_iteration_s = 0;  // the last step's iteration without the straggler's delay
     bool cts = false;  // receiver-driven admission instead of DCQCN
     double added_latency_s = 0;  // latency_regression: what each step waits more
   };

@@ -273,6 +273,23 @@ faults:
   EXPECT_DOUBLE_EQ(model->faults()[2].observable_from_s, 1.0) << "from its start";
 }
 
+// A straggler's few milliseconds on a job another fault made many times
+// slower are within its kernels' jitter: below the slowdown stragglers are
+// specified down to, it is not counted as one that could show.
+TEST(FabricModel, AStragglerDwarfedByAnotherFaultsSlowdownIsNotObservable) {
+  auto model = Model(R"(
+jobs: [{id: "1", hosts: [z1-r01-h1, z1-r02-h1], compute_ms: 10}, {id: "2", hosts: [z1-r03-h1, z1-r04-h1], compute_ms: 10}]
+faults:
+  - {kind: degraded_link, target: z1-r01-h1/mlx5_0, at_s: 0, speed_gbps: 1}
+  - {kind: straggler, target: z1-r02-h1/gpu1, at_s: 1, slowdown: 0.3}
+  - {kind: straggler, target: z1-r04-h1/gpu1, at_s: 1, slowdown: 0.3}
+)");
+  for (int i = 0; i < 6; ++i) model->Step(0.5, nullptr);
+  ASSERT_EQ(model->faults().size(), 3u);
+  EXPECT_FALSE(model->faults()[1].observable) << "3 ms late in collectives a 1G link makes seconds long";
+  EXPECT_TRUE(model->faults()[2].observable) << "3 ms late in a 10 ms compute step";
+}
+
 // Loss on a link no frame crosses corrupts nothing: a lossy link of a job
 // that a NIC down keeps hung could not show.
 TEST(FabricModel, ALossyLinkNoTrafficCrossesIsNotObservable) {
