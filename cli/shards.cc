@@ -61,7 +61,7 @@ v1::DiagnoseJobResponse MergeDiagnoses(std::vector<v1::DiagnoseJobResponse> part
             [](const v1::ComponentChange& a, const v1::ComponentChange& b) { return a.at_us() < b.at_us(); });
   std::sort(out.mutable_degraded()->begin(), out.mutable_degraded()->end(),
             [](const v1::DegradedInterval& a, const v1::DegradedInterval& b) { return a.start_us() < b.start_us(); });
-  RankFindings(findings);
+  RankFindings(findings, out.window_start_us());
   for (auto& f : findings) *out.add_findings() = std::move(f);
   const v1::Finding* top = TopFinding(out);
   out.set_playbook(top ? top->playbook() : "");

@@ -507,7 +507,9 @@ TEST_F(DetectorsTest, LosslessDropsAndFullBuffers) {
   fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw02/ingress_lossless_pool", "buffer_used_bytes", 28'000'000);
   Step(4);
   EXPECT_NE(Active("lossless_drops", "z1-rtsw02/Ethernet8"), nullptr);
-  EXPECT_NE(Active("buffer_high", "z1-rtsw02/ingress_lossless_pool"), nullptr);
+  const auto* full = Active("buffer_high", "z1-rtsw02/ingress_lossless_pool");
+  ASSERT_NE(full, nullptr);
+  EXPECT_EQ(full->caused_by(), 0u) << "no congestion on the switch explains it";
 }
 
 TEST_F(DetectorsTest, ASwitchPausingBehindItsOwnSlowLinkIsNotAStormOrigin) {
@@ -839,6 +841,22 @@ TEST_F(TowardImbalanceTest, LoadMovedByASpinesDownLinkIsNotACollision) {
   Run(3, 7, {1.0, 0.1}, true);
   EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
   EXPECT_NE(Active("link_down"), nullptr);
+}
+
+// The spine whose link toward the rack the flows collide on fills its
+// lossless pool: the collision's consequence, not a finding of its own.
+TEST_F(TowardImbalanceTest, APoolTheCollisionFillsIsItsConsequence) {
+  const char* pool = "z1-ctsw01/ingress_lossless_pool";
+  fabric_.Set(v1::SCOPE_QUEUE, pool, "buffer_size_bytes", 32'000'000);
+  fabric_.Set(v1::SCOPE_QUEUE, pool, "buffer_used_bytes", 1'000'000);
+  Run(0, 3, {0.3, 0.3}, false);
+  fabric_.Set(v1::SCOPE_QUEUE, pool, "buffer_used_bytes", 29'000'000);
+  Run(3, 7, {1.0, 0.1}, true);
+  const auto* collision = Active("ecmp_imbalance");
+  ASSERT_NE(collision, nullptr);
+  const auto* full = Active("buffer_high", pool);
+  ASSERT_NE(full, nullptr);
+  EXPECT_EQ(full->caused_by(), collision->id()) << full->ShortDebugString();
 }
 
 // A job that starts between the readings of the two spines: one spine's

@@ -385,7 +385,7 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
       f.set_confidence(f.confidence() * 0.35);
       f.set_summary(StrCat(f.summary(), "; part of the link_flap on ", f.entity()));
     }
-  RankFindings(findings);
+  RankFindings(findings, in.window_start_us);
   for (auto& f : findings) *out.add_findings() = std::move(f);
 
   // What changed: versions changed from 30 minutes before the window's

@@ -423,6 +423,25 @@ TEST(DiagnoseTest, WithNoDegradationWhatBeganInTheWindowRanksBeforeAnOldEqualFin
   EXPECT_EQ(Diagnose(in).findings(0).entity(), "z1-rtsw02");
 }
 
+// The job has been slow since before the window (another fault): two
+// equally likely collisions overlap the slowdown, one there all along, one
+// that began in the window. The window is the question: the new one first.
+TEST(DiagnoseTest, OnAJobSlowSinceBeforeTheWindowWhatBeganInItRanksBeforeAnOldEqualFinding) {
+  const int64_t t = 1'800'000'000'000'000;
+  DiagnoseInput in = TwoRackJobInput(t - 2'000'000, t + 15'000'000);
+  in.onset_only = true;
+  v1::Anomaly regression = Make(1, "busbw_regression", "4711", t - 20'000'000, v1::SEVERITY_WARNING);
+  regression.set_job("4711");
+  v1::Anomaly old_one = Make(2, "ecmp_imbalance", "z1-rtsw01", t - 60'000'000, v1::SEVERITY_INFO);
+  v1::Anomaly new_one = Make(3, "ecmp_imbalance", "z1-rtsw02", t + 500'000, v1::SEVERITY_INFO);
+  in.anomalies = {regression, old_one, new_one};
+  const v1::DiagnoseJobResponse d = Diagnose(in);
+  ASSERT_GE(d.degraded_size(), 1);
+  ASSERT_EQ(d.findings_size(), 2);
+  EXPECT_DOUBLE_EQ(d.findings(0).confidence(), d.findings(1).confidence());
+  EXPECT_EQ(d.findings(0).entity(), "z1-rtsw02");
+}
+
 TEST(DiagnoseTest, HealthyJobWithNothingOnItsPaths) {
   DiagnoseInput in;
   in.job = TwoRackJob();

@@ -35,10 +35,12 @@ int RankClass(const v1::Finding& f) {
 
 }  // namespace
 
-void RankFindings(std::vector<v1::Finding>& findings) {
-  std::stable_sort(findings.begin(), findings.end(), [](const v1::Finding& a, const v1::Finding& b) {
+void RankFindings(std::vector<v1::Finding>& findings, int64_t news_from_us) {
+  std::stable_sort(findings.begin(), findings.end(), [&](const v1::Finding& a, const v1::Finding& b) {
     if (RankClass(a) != RankClass(b)) return RankClass(a) < RankClass(b);
     if (a.confidence() != b.confidence()) return a.confidence() > b.confidence();
+    const bool a_new = a.start_us() >= news_from_us, b_new = b.start_us() >= news_from_us;
+    if (a_new != b_new) return a_new;
     return a.start_us() < b.start_us();
   });
 }

@@ -20,8 +20,10 @@ const char* SeverityName(v1::Severity severity, const char* unset = "unknown");
 // Every root cause first, across faults: a finding whose kind is a cause
 // and that nothing else explains; then consequence kinds nothing explains;
 // then consequences of another finding. Within each, highest confidence
-// first; ties by earlier start. Stable.
-void RankFindings(std::vector<v1::Finding>& findings);
+// first; among equals, one that began at or after `news_from_us` (the
+// window asked about) before one that was already there, then the earlier
+// start. Stable.
+void RankFindings(std::vector<v1::Finding>& findings, int64_t news_from_us = 0);
 // The first cause among ranked findings, else the first finding, else null.
 const v1::Finding* TopFinding(const v1::DiagnoseJobResponse& diagnosis);
 
