@@ -1054,7 +1054,19 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
   std::unordered_map<std::string, const v1::Job*> registry;
   for (const v1::Job& job : context.running_jobs) registry[job.id()] = &job;
   for (auto& [id, job] : jobs_) {
-    while (!job.records.empty() && job.records.front().ts_us < job.newest_us - s_.collective_window_us)
+    // A record leaves the window once its collective was judged, or after
+    // kRecordKeepUs if it never is: the hosts deliver one collective's
+    // records a poll interval apart, and a record dropped before the last
+    // host's arrived left its collective one rank short for good (a
+    // straggler apart in 39 collectives in a row was never judged, on a
+    // fabric polled every 2 s).
+    constexpr int64_t kRecordKeepUs = 30'000'000;
+    auto judged = [&](const CollRecord& r) {
+      const auto it = job.buckets.find(StrCat(SizeBucket(r.op, r.bytes), " ", r.comm));
+      return it != job.buckets.end() && r.seq <= it->second.last_seq;
+    };
+    while (!job.records.empty() && job.records.front().ts_us < job.newest_us - s_.collective_window_us &&
+           (judged(job.records.front()) || job.records.front().ts_us < job.newest_us - kRecordKeepUs))
       job.records.pop_front();
     const v1::Job* reg = registry.count(id) ? registry[id] : nullptr;
     // A registered, running job that completes nothing: hung on a dead

@@ -1087,6 +1087,44 @@ TEST_F(DetectorsTest, AStreakAmongTheFirstHostsToReportIsNotAStraggler) {
   }
 }
 
+// Hosts deliver their records once per poll, at their own moments: the
+// second host's arrive 2.5 s after the first host's, longer than the 2 s
+// window the detector looks back over. A collective whose first records
+// were dropped before the last ones came would never be complete, and a
+// late rank apart in every one of them never a straggler.
+TEST_F(DetectorsTest, AStragglerIsFoundWhenHostsDeliverTheirRecordsSecondsApart) {
+  constexpr int kRanks = 16;
+  constexpr int64_t kEvery = 250'000, kPoll = 2'000'000, kLag = 2'500'000;  // kLag > the 2 s window
+  Detectors d{DetectorSettings{}};
+  JobSeries series(&d, kRanks, 1);  // for its registry
+  auto records = [&](int64_t from, int64_t to, bool first_host) {
+    v1::TelemetryBatch batch;
+    batch.set_agent_id(first_host ? "z1-r01-h1" : "z1-r02-h1");
+    for (int64_t ts = from; ts < to; ts += kEvery) {
+      const auto seq = static_cast<uint64_t>((ts - kT0) / kEvery) + 1;
+      const v1::TelemetryBatch all = Collectives(ts, seq, kRanks, 4000, 144);
+      for (auto rec : all.collectives()) {
+        if ((rec.rank() < kRanks / 2) != first_host) continue;
+        // Rank 3 arrives late: everyone else waits for it in the kernel.
+        rec.set_exec_time_us(rec.rank() == 3 ? 3500 : 4000 + 10 * (rec.rank() % 7) + static_cast<double>(seq % 5));
+        *batch.add_collectives() = rec;
+      }
+    }
+    return batch;
+  };
+  std::vector<v1::Anomaly> seen;
+  for (int64_t t = kT0 + kPoll; t <= kT0 + 20 * kSecond; t += kPoll) {
+    d.Observe(records(t - kPoll, t, true));
+    for (auto& a : d.Evaluate(t + 1000, series.context_)) seen.push_back(a);
+    // The second host's records of the poll before, kLag after the first's.
+    d.Observe(records(t - 2 * kPoll, t - kPoll, false));
+    for (auto& a : d.Evaluate(t - kPoll + kLag, series.context_)) seen.push_back(a);
+  }
+  const auto straggler = std::find_if(seen.begin(), seen.end(), [](const v1::Anomaly& a) { return a.kind() == "straggler"; });
+  ASSERT_NE(straggler, seen.end());
+  EXPECT_EQ(straggler->entity(), "z1-r01-h1/gpu3");
+}
+
 TEST_F(DetectorsTest, EveryRankSlowIsNotAStraggler) {
   Detectors d{DetectorSettings{}};
   JobSeries job(&d, 8, 5);

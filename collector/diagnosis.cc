@@ -385,6 +385,23 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
       f.set_confidence(f.confidence() * 0.35);
       f.set_summary(StrCat(f.summary(), "; part of the link_flap on ", f.entity()));
     }
+  // A switch's fault named by one of its ports at one time and by the whole
+  // switch at another (its threshold drops or ECN profile, as more of its
+  // ports showed it) is one fault: the switch's finding is the cause, the
+  // port's a sign of it.
+  std::set<std::pair<std::string, std::string>> switch_wide;  // (kind, switch)
+  for (const v1::Finding& f : findings)
+    if (f.role() == "cause" && f.kind() != "operator_change" && f.entity().find('/') == std::string::npos)
+      switch_wide.insert({f.kind(), f.entity()});
+  for (v1::Finding& f : findings) {
+    const size_t slash = f.entity().find('/');
+    if (f.role() != "cause" || slash == std::string::npos) continue;
+    const std::string device = f.entity().substr(0, slash);
+    if (!switch_wide.count({f.kind(), device})) continue;
+    f.set_role("symptom");
+    f.set_confidence(f.confidence() * 0.35);
+    f.set_summary(StrCat(f.summary(), "; part of the switch-wide ", f.kind(), " on ", device));
+  }
   RankFindings(findings, in.window_start_us);
   for (auto& f : findings) *out.add_findings() = std::move(f);
 

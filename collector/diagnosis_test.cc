@@ -442,6 +442,28 @@ TEST(DiagnoseTest, OnAJobSlowSinceBeforeTheWindowWhatBeganInItRanksBeforeAnOldEq
   EXPECT_EQ(d.findings(0).entity(), "z1-rtsw02");
 }
 
+// A CTSW's threshold drops named by one port, then by the switch as more
+// of its ports dropped, are one fault: with a flap on the job's paths too,
+// the two faults are the first two findings.
+TEST(DiagnoseTest, ASwitchsFaultNamedByAPortAndByTheSwitchIsOneFault) {
+  const int64_t t = 1'800'000'000'000'000;
+  DiagnoseInput in = TwoRackJobInput(t - 2'000'000, t + 15'000'000);
+  in.onset_only = true;
+  in.anomalies = {Make(1, "buffer_threshold_drops", "z1-ctsw01/Ethernet0", t - 20'000'000),
+                  Make(2, "buffer_threshold_drops", "z1-ctsw01", t + 1'000'000),
+                  Make(3, "link_flap", "z1-rtsw01/Ethernet8", t + 500'000, v1::SEVERITY_CRITICAL)};
+  in.anomalies[2].set_magnitude(0.2);
+  const v1::DiagnoseJobResponse d = Diagnose(in);
+  ASSERT_EQ(d.findings_size(), 3);
+  std::set<std::string> first_two = {d.findings(0).entity(), d.findings(1).entity()};
+  EXPECT_EQ(first_two, (std::set<std::string>{"z1-ctsw01", "z1-rtsw01/Ethernet8"}));
+  EXPECT_EQ(d.findings(2).entity(), "z1-ctsw01/Ethernet0");
+  EXPECT_EQ(d.findings(2).role(), "symptom");
+  EXPECT_NE(d.findings(2).summary().find("part of the switch-wide buffer_threshold_drops on z1-ctsw01"),
+            std::string::npos)
+      << d.findings(2).summary();
+}
+
 TEST(DiagnoseTest, HealthyJobWithNothingOnItsPaths) {
   DiagnoseInput in;
   in.job = TwoRackJob();
