@@ -1120,7 +1120,8 @@ TEST_F(DetectorsTest, AStragglerIsFoundWhenHostsDeliverTheirRecordsSecondsApart)
     d.Observe(records(t - 2 * kPoll, t - kPoll, false));
     for (auto& a : d.Evaluate(t - kPoll + kLag, series.context_)) seen.push_back(a);
   }
-  const auto straggler = std::find_if(seen.begin(), seen.end(), [](const v1::Anomaly& a) { return a.kind() == "straggler"; });
+  const auto straggler =
+      std::find_if(seen.begin(), seen.end(), [](const v1::Anomaly& a) { return a.kind() == "straggler"; });
   ASSERT_NE(straggler, seen.end());
   EXPECT_EQ(straggler->entity(), "z1-r01-h1/gpu3");
 }

@@ -385,6 +385,29 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
       f.set_confidence(f.confidence() * 0.35);
       f.set_summary(StrCat(f.summary(), "; part of the link_flap on ", f.entity()));
     }
+  // One entity's finding of one kind that cleared and came back is one
+  // fault: one finding, from its first start to its last end, with the
+  // evidence of its likeliest stretch.
+  {
+    std::map<std::pair<std::string, std::string>, size_t> first;
+    std::vector<v1::Finding> merged;
+    for (v1::Finding& f : findings) {
+      const auto [it, fresh] = f.kind() == "operator_change"
+                                   ? std::make_pair(first.end(), true)
+                                   : first.try_emplace({f.kind(), f.entity()}, merged.size());
+      if (fresh) {
+        merged.push_back(std::move(f));
+        continue;
+      }
+      v1::Finding& kept = merged[it->second];
+      const int64_t start = std::min(kept.start_us(), f.start_us());
+      const int64_t end = kept.end_us() == 0 || f.end_us() == 0 ? 0 : std::max(kept.end_us(), f.end_us());
+      if (f.confidence() > kept.confidence()) kept = std::move(f);
+      kept.set_start_us(start);
+      kept.set_end_us(end);
+    }
+    findings = std::move(merged);
+  }
   // A switch's fault named by one of its ports at one time and by the whole
   // switch at another (its threshold drops or ECN profile, as more of its
   // ports showed it) is one fault: the switch's finding is the cause, the

@@ -464,6 +464,28 @@ TEST(DiagnoseTest, ASwitchsFaultNamedByAPortAndByTheSwitchIsOneFault) {
       << d.findings(2).summary();
 }
 
+// A finding that cleared and came back on the same entity is one fault,
+// listed once from its first start to its last end.
+TEST(DiagnoseTest, AFindingThatClearedAndCameBackIsListedOnce) {
+  const int64_t t = 1'800'000'000'000'000;
+  DiagnoseInput in = TwoRackJobInput(t - 2'000'000, t + 15'000'000);
+  in.anomalies = {Make(1, "buffer_threshold_drops", "z1-ctsw01", t),
+                  Make(2, "buffer_threshold_drops", "z1-ctsw01", t + 8'000'000),
+                  Make(3, "link_flap", "z1-rtsw01/Ethernet8", t + 500'000, v1::SEVERITY_CRITICAL)};
+  in.anomalies[0].set_end_us(t + 2'000'000);
+  in.anomalies[2].set_magnitude(0.2);
+  const v1::DiagnoseJobResponse d = Diagnose(in);
+  ASSERT_EQ(d.findings_size(), 2);
+  int drops = 0;
+  for (const auto& f : d.findings())
+    if (f.kind() == "buffer_threshold_drops") {
+      ++drops;
+      EXPECT_EQ(f.start_us(), t);
+      EXPECT_EQ(f.end_us(), 0) << "the second stretch lasts";
+    }
+  EXPECT_EQ(drops, 1);
+}
+
 TEST(DiagnoseTest, HealthyJobWithNothingOnItsPaths) {
   DiagnoseInput in;
   in.job = TwoRackJob();
