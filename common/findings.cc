@@ -130,8 +130,8 @@ std::string FormatEvidence(const v1::Evidence& ev) {
                   ev.peak_rate() >= 0 ? "before" : "after");
     return StrCat(ev.entity(), " changed ", ev.note(), buf);
   } else if (c == "path_ecn_marks_per_s") {
-    StrAppend(&line, Si(ev.peak_rate(), " marks/s"), " on its paths now vs ", Si(ev.total(), " marks/s"),
-              " before the slowdown: congestion did not rise");
+    StrAppend(&line, Si(ev.peak_rate(), " marks/s"), " on its paths in the 10 s after the slowdown began vs ",
+              Si(ev.total(), " marks/s"), " before it: congestion did not rise");
   } else if (c == "controller_audit") {
     return StrCat(ev.entity(), " changed by an operator", ev.note().empty() ? "" : StrCat(" (", ev.note(), ")"));
   } else if (c == "applied_generation") {
