@@ -800,6 +800,26 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   };
   for (const Hit& h : *hits)
     if (h.kind == "link_degraded") slow_link(h.entity);
+  // Switches with an uplink down or flapping: its flows rehash onto the
+  // switch's other uplinks, and a queue that fills there is its doing.
+  // Device -> the link finding's key.
+  std::unordered_map<std::string, std::string> device_lost_uplink;
+  auto lost_link = [&](const std::string& kind, const std::string& entity) {
+    const std::string peer = PeerPort(topo, entity);
+    for (const std::string& end : {entity, peer}) {
+      if (end.empty()) continue;
+      const std::string device = EntityDevice(end);
+      const std::string other = EntityDevice(end == entity ? peer : entity);
+      const int tier = TierOf(topo, device);
+      if (!other.empty() && tier >= 1 && TierOf(topo, other) > tier && TierOf(topo, other) < 9)
+        device_lost_uplink.try_emplace(device, StrCat(kind, "|", entity));
+    }
+  };
+  for (const Hit& h : *hits)
+    if (h.kind == "link_down" || h.kind == "link_flap") lost_link(h.kind, h.entity);
+  for (const auto& [key, t] : active_)
+    if (t.anomaly.kind() == "link_down" || t.anomaly.kind() == "link_flap")
+      lost_link(t.anomaly.kind(), t.anomaly.entity());
   // A link back at speed leaves the backlog it held to drain through its
   // switch: while its finding is still open (clear_after of quiet), the
   // switch's congestion is still its consequence.
@@ -882,6 +902,12 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         } else if (toward_pending.count(worst->e->entity)) {
           // A link toward a switch that may be a collision, judged at the
           // next readings: neither a hot spot nor an origin yet.
+        } else if (auto lost = device_lost_uplink.find(device);
+                   lost != device_lost_uplink.end() && is_uplink(worst->e->entity) &&
+                   !congestion_origin.count(device)) {
+          // The deep queue is an uplink of a switch that lost another: the
+          // lost link's flows fill it.
+          congestion_origin[device] = lost->second;
         } else if (!congestion_origin.count(device)) {
           // Marking, but DCQCN cannot hold it: congestion beyond ECN's reach.
           Hit h{"ecn_hotspot", worst->e->entity, v1::SEVERITY_WARNING,

@@ -744,6 +744,39 @@ TEST_F(EcmpImbalanceTest, LoadMovedOffADownUplinkIsNotACollision) {
   EXPECT_NE(Active("link_down"), nullptr);
 }
 
+// An uplink goes down and its flows rehash onto the others; one of them
+// queues deep enough that the switch pauses the NIC feeding it (a link
+// flap on a generated two-job fabric). That is the lost link's doing, not a
+// hot spot of its own.
+TEST_F(EcmpImbalanceTest, AQueueOnTheUplinksADownOneLeftIsItsConsequence) {
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "link_up", 1);
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "rate_bytes_per_second", 50'000'000'000);
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 0, 3);
+  fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "link_up", 1);
+  fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_tx_pause_us", 0, 3);
+  fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 100'000, std::nullopt, 3);
+  Run(0, 3, {0.55, 0.55, 0.55, 0.55}, {});
+  fabric_.Set(v1::SCOPE_PORT, kUplinks[3], "link_up", 0);
+  fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 2'000'000, std::nullopt, 3);
+  for (int s = 3; s < 6; ++s) {
+    fabric_.Add(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 300'000, 3);
+    fabric_.Add(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_tx_pause_us", 300'000, 3);
+    Run(s, s + 1, {0.75, 0.7, 0.7, 0.0}, {0});
+  }
+  const auto* down = Active("link_down");
+  ASSERT_NE(down, nullptr);
+  int pauses = 0;
+  for (const auto& [id, a] : all_) {
+    EXPECT_NE(a.kind(), "ecn_hotspot") << a.summary();
+    EXPECT_NE(a.kind(), "pfc_storm") << a.summary();
+    if (a.kind() == "pfc_pause" && a.end_us() == 0) {
+      ++pauses;
+      EXPECT_EQ(a.caused_by(), down->id()) << a.entity();
+    }
+  }
+  EXPECT_GT(pauses, 0) << "the switch pauses the NIC";
+}
+
 // Two racks, two spines. Flows from rack 2 to rack 1 are hashed at
 // z1-rtsw02 onto the spines; the spines' links toward z1-rtsw01 are the
 // group they collide on.
