@@ -622,6 +622,21 @@ class EcmpImbalanceTest : public DetectorsFixture {
     UseTopology(kFourUplinks);
     QuietPorts({kUplinks[0], kUplinks[1], kUplinks[2], kUplinks[3]});
   }
+  // The NIC under the switch, up and not paused; the first uplink's queue
+  // shallow.
+  void NicUnderTheSwitch() {
+    fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "link_up", 1);
+    fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "rate_bytes_per_second", 50'000'000'000);
+    fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 0, 3);
+    fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "link_up", 1);
+    fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_tx_pause_us", 0, 3);
+    fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 100'000, std::nullopt, 3);
+  }
+  // The switch pauses the NIC for 30% of the next second.
+  void PauseTheNic() {
+    fabric_.Add(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 300'000, 3);
+    fabric_.Add(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_tx_pause_us", 300'000, 3);
+  }
   // Seconds [from, to) with each uplink sending `share` of its 50 GB/s; the
   // uplinks in `marking` mark 1% of their packets (their queue is above
   // ECN's Kmin).
@@ -658,17 +673,11 @@ TEST_F(EcmpImbalanceTest, PausesFromTheCollidingSwitchAreItsConsequences) {
   // The colliding uplink's queue grows deep and the switch pauses the NIC
   // that feeds it: both ends of that pause are consequences of the
   // collision, not a hot spot or a storm of their own.
-  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "link_up", 1);
-  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "rate_bytes_per_second", 50'000'000'000);
-  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 0, 3);
-  fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "link_up", 1);
-  fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_tx_pause_us", 0, 3);
-  fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 100'000, std::nullopt, 3);
+  NicUnderTheSwitch();
   Run(0, 3, {0.3, 0.3, 0.3, 0.3}, {});
   fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 2'000'000, std::nullopt, 3);
   for (int s = 3; s < 6; ++s) {
-    fabric_.Add(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 300'000, 3);
-    fabric_.Add(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_tx_pause_us", 300'000, 3);
+    PauseTheNic();
     Run(s, s + 1, {1.0, 0.1, 0.1, 0.1}, {0});
   }
   const auto* collision = Active("ecmp_imbalance");
@@ -749,18 +758,12 @@ TEST_F(EcmpImbalanceTest, LoadMovedOffADownUplinkIsNotACollision) {
 // flap on a generated two-job fabric). That is the lost link's doing, not a
 // hot spot of its own.
 TEST_F(EcmpImbalanceTest, AQueueOnTheUplinksADownOneLeftIsItsConsequence) {
-  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "link_up", 1);
-  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "rate_bytes_per_second", 50'000'000'000);
-  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 0, 3);
-  fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "link_up", 1);
-  fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_tx_pause_us", 0, 3);
-  fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 100'000, std::nullopt, 3);
+  NicUnderTheSwitch();
   Run(0, 3, {0.55, 0.55, 0.55, 0.55}, {});
   fabric_.Set(v1::SCOPE_PORT, kUplinks[3], "link_up", 0);
   fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 2'000'000, std::nullopt, 3);
   for (int s = 3; s < 6; ++s) {
-    fabric_.Add(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 300'000, 3);
-    fabric_.Add(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_tx_pause_us", 300'000, 3);
+    PauseTheNic();
     Run(s, s + 1, {0.75, 0.7, 0.7, 0.0}, {0});
   }
   const auto* down = Active("link_down");
