@@ -51,6 +51,13 @@ int TierOf(const Topology* topology, const std::string& device) {
   return 9;
 }
 
+// A link from `device` to `peer_device` is one of `device`'s uplinks: both
+// are switches, the peer of a higher tier.
+bool FacesUp(const Topology* topology, const std::string& device, const std::string& peer_device) {
+  const int tier = TierOf(topology, device), peer_tier = TierOf(topology, peer_device);
+  return tier >= 1 && peer_tier > tier && peer_tier < 9;
+}
+
 std::string SizeBucket(const std::string& op, uint64_t bytes) {
   int log2 = 0;
   while ((bytes >> log2) > 1 && log2 < 63) ++log2;
@@ -457,7 +464,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           if (const std::string peer = PeerPort(topo, e.entity); !peer.empty()) {
             const std::string device = EntityDevice(e.entity);
             const int tier = TierOf(topo, device), peer_tier = TierOf(topo, EntityDevice(peer));
-            if (tier >= 1 && peer_tier > tier && peer_tier < 9)
+            if (FacesUp(topo, device, EntityDevice(peer)))
               device_uplinks[device].push_back({&e, Delta(e, "tx_bytes") / interval_s / rate->value});
             else if (tier >= 2 && tier < 9 && peer_tier >= 1 && peer_tier < tier)
               device_downlinks[EntityDevice(peer)].push_back({&e, Delta(e, "tx_bytes") / interval_s / rate->value});
@@ -798,33 +805,28 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     if (const std::string peer = PeerPort(topo, entity); !peer.empty())
       device_slow_link.try_emplace(EntityDevice(peer), peer, key);
   };
-  for (const Hit& h : *hits)
-    if (h.kind == "link_degraded") slow_link(h.entity);
   // Switches with an uplink down or flapping: its flows rehash onto the
   // switch's other uplinks, and a queue that fills there is its doing.
   // Device -> the link finding's key.
   std::unordered_map<std::string, std::string> device_lost_uplink;
   auto lost_link = [&](const std::string& kind, const std::string& entity) {
     const std::string peer = PeerPort(topo, entity);
-    for (const std::string& end : {entity, peer}) {
-      if (end.empty()) continue;
-      const std::string device = EntityDevice(end);
-      const std::string other = EntityDevice(end == entity ? peer : entity);
-      const int tier = TierOf(topo, device);
-      if (!other.empty() && tier >= 1 && TierOf(topo, other) > tier && TierOf(topo, other) < 9)
-        device_lost_uplink.try_emplace(device, StrCat(kind, "|", entity));
-    }
+    if (peer.empty()) return;
+    const std::string device = EntityDevice(entity), peer_device = EntityDevice(peer);
+    const std::string key = StrCat(kind, "|", entity);
+    if (FacesUp(topo, device, peer_device)) device_lost_uplink.try_emplace(device, key);
+    if (FacesUp(topo, peer_device, device)) device_lost_uplink.try_emplace(peer_device, key);
   };
-  for (const Hit& h : *hits)
-    if (h.kind == "link_down" || h.kind == "link_flap") lost_link(h.kind, h.entity);
-  for (const auto& [key, t] : active_)
-    if (t.anomaly.kind() == "link_down" || t.anomaly.kind() == "link_flap")
-      lost_link(t.anomaly.kind(), t.anomaly.entity());
-  // A link back at speed leaves the backlog it held to drain through its
-  // switch: while its finding is still open (clear_after of quiet), the
-  // switch's congestion is still its consequence.
-  for (const auto& [key, t] : active_)
-    if (t.anomaly.kind() == "link_degraded") slow_link(t.anomaly.entity());
+  auto link_finding = [&](const std::string& kind, const std::string& entity) {
+    if (kind == "link_degraded") slow_link(entity);
+    else if (kind == "link_down" || kind == "link_flap") lost_link(kind, entity);
+  };
+  // The link findings raised now, then those still open: a link back at
+  // speed leaves the backlog it held to drain through its switch, and one
+  // back up has its flows rehashed back, so while its finding is open
+  // (clear_after of quiet) the switch's congestion is still its doing.
+  for (const Hit& h : *hits) link_finding(h.kind, h.entity);
+  for (const auto& [key, t] : active_) link_finding(t.anomaly.kind(), t.anomaly.entity());
   std::vector<const Pause*> victims;
   for (const Pause& p : pauses) {
     const std::string device = EntityDevice(p.e->entity);
