@@ -632,6 +632,20 @@ class EcmpImbalanceTest : public DetectorsFixture {
     fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_tx_pause_us", 0, 3);
     fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 100'000, std::nullopt, 3);
   }
+  // No hot spot and no storm: every open pause is `cause`'s consequence.
+  // Returns how many pauses are open.
+  int ExpectPausesCausedBy(uint64_t cause) {
+    int open = 0;
+    for (const auto& [id, a] : all_) {
+      EXPECT_NE(a.kind(), "ecn_hotspot") << a.summary();
+      EXPECT_NE(a.kind(), "pfc_storm") << a.summary();
+      if (a.kind() == "pfc_pause" && a.end_us() == 0) {
+        ++open;
+        EXPECT_EQ(a.caused_by(), cause) << a.entity();
+      }
+    }
+    return open;
+  }
   // The switch pauses the NIC for 30% of the next second.
   void PauseTheNic() {
     fabric_.Add(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 300'000, 3);
@@ -682,11 +696,7 @@ TEST_F(EcmpImbalanceTest, PausesFromTheCollidingSwitchAreItsConsequences) {
   }
   const auto* collision = Active("ecmp_imbalance");
   ASSERT_NE(collision, nullptr);
-  for (const auto& [id, a] : all_) {
-    EXPECT_NE(a.kind(), "ecn_hotspot") << a.summary();
-    EXPECT_NE(a.kind(), "pfc_storm") << a.summary();
-    if (a.kind() == "pfc_pause" && a.end_us() == 0) EXPECT_EQ(a.caused_by(), collision->id()) << a.entity();
-  }
+  ExpectPausesCausedBy(collision->id());
 }
 
 // The NIC and its switch read their pause counters over different
@@ -768,16 +778,7 @@ TEST_F(EcmpImbalanceTest, AQueueOnTheUplinksADownOneLeftIsItsConsequence) {
   }
   const auto* down = Active("link_down");
   ASSERT_NE(down, nullptr);
-  int pauses = 0;
-  for (const auto& [id, a] : all_) {
-    EXPECT_NE(a.kind(), "ecn_hotspot") << a.summary();
-    EXPECT_NE(a.kind(), "pfc_storm") << a.summary();
-    if (a.kind() == "pfc_pause" && a.end_us() == 0) {
-      ++pauses;
-      EXPECT_EQ(a.caused_by(), down->id()) << a.entity();
-    }
-  }
-  EXPECT_GT(pauses, 0) << "the switch pauses the NIC";
+  EXPECT_GT(ExpectPausesCausedBy(down->id()), 0) << "the switch pauses the NIC";
 }
 
 // Two racks, two spines. Flows from rack 2 to rack 1 are hashed at
