@@ -39,6 +39,7 @@
 
 int RocefabCollectordMain(int argc, char** argv) {
   using namespace rocefab;
+  SetUpDaemonProcess();
   CLI::App app{
       "rocefab-collectord: receives telemetry from rocefab-hostd and rocefab-switchd, stores it "
       "in SQLite, and serves the rocefab CLI (gRPC) and Prometheus (/metrics).\n"

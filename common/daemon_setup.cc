@@ -3,12 +3,15 @@
 #include <iostream>
 
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "common/config_loader.h"
 #include "common/duration.h"
 #include "common/log.h"
 #include "common/strings.h"
 
 namespace rocefab {
+
+void SetUpDaemonProcess() { absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore); }
 
 absl::Status ApplyLogLevel(const std::string& level) {
   log::Level parsed;

@@ -18,6 +18,12 @@
 
 namespace rocefab {
 
+// First step of every daemon's main(). Turns off absl::Mutex's lock-order
+// graph, which builds of absl without NDEBUG (Debian's among them) keep on:
+// it takes a global lock on each lock gRPC's own mutexes make, a cost a
+// daemon pays on every RPC. The tests keep it, to find lock-order cycles.
+void SetUpDaemonProcess();
+
 // Parses and applies --log-level.
 absl::Status ApplyLogLevel(const std::string& level);
 

@@ -30,6 +30,7 @@
 
 int RocefabControllerdMain(int argc, char** argv) {
   using namespace rocefab;
+  SetUpDaemonProcess();
   constexpr char kProgram[] = "rocefab-controllerd";
   CLI::App app{"rocefab-controllerd: compiles routing (ecmp, eecmp, path-pinning, te) and QoS policy "
                "over the fabric topology into per-switch desired config and rolls it out safely.\n"

@@ -61,6 +61,7 @@ void PrintTable(const rocefab::hostd::HostSnapshot& snapshot) {
 
 int RocefabHostdMain(int argc, char** argv) {
   using namespace rocefab;
+  SetUpDaemonProcess();
   CLI::App app{
       "rocefab-hostd: reads RDMA NIC counters (sysfs), PFC/pause statistics (ethtool) and link "
       "state (netlink) on a GPU host and streams them to rocefab-collectord.\n"

@@ -31,6 +31,7 @@
 
 int RocefabSwitchdMain(int argc, char** argv) {
   using namespace rocefab;
+  SetUpDaemonProcess();
   constexpr char kProgram[] = "rocefab-switchd";
   CLI::App app{
       "rocefab-switchd: reads a switch's port, queue and buffer counters and streams them to "
