@@ -1,6 +1,9 @@
 #include "common/batch_builder.h"
 
+#include <algorithm>
+
 #include "common/strings.h"
+#include "google/protobuf/arena.h"
 
 namespace rocefab {
 
@@ -9,11 +12,31 @@ void BatchBuilder::SetHostBootId(const std::string& boot_id) {
   deltas_.SetBootId(boot_id);
 }
 
-v1::TelemetryBatch BatchBuilder::NewBatch(int64_t created_us) const {
+v1::TelemetryBatch BatchBuilder::NewBatch(int64_t created_us) {
+  current_entity_ = nullptr;
   v1::TelemetryBatch batch;
   batch.set_created_us(created_us);
   batch.set_host_boot_id(host_boot_id_);
   return batch;
+}
+
+std::shared_ptr<v1::TelemetryBatch> BatchBuilder::NewArenaBatch(int64_t created_us) {
+  current_entity_ = nullptr;
+  // One block for a batch like the last one (while the shipper still holds
+  // it); a first batch grows block by block, as arenas do.
+  if (auto last = last_arena_batch_.lock())
+    arena_block_ = std::clamp<size_t>(last->GetArena()->SpaceUsed() + 4096, 8192, 4 << 20);
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = arena_block_;
+  options.max_block_size = arena_block_;
+  auto arena = std::make_shared<google::protobuf::Arena>(options);
+  auto* batch = google::protobuf::Arena::CreateMessage<v1::TelemetryBatch>(arena.get());
+  batch->set_created_us(created_us);
+  batch->set_host_boot_id(host_boot_id_);
+  // The arena lives as long as the batch does (the aliasing constructor).
+  std::shared_ptr<v1::TelemetryBatch> owned(std::move(arena), batch);
+  last_arena_batch_ = owned;
+  return owned;
 }
 
 void BatchBuilder::AttachComponents(v1::TelemetryBatch* batch, bool again) {
@@ -25,19 +48,27 @@ void BatchBuilder::AttachComponents(v1::TelemetryBatch* batch, bool again) {
 v1::EntitySamples* BatchBuilder::AddEntity(v1::TelemetryBatch* batch, v1::Scope scope,
                                            const std::string& entity, uint32_t port,
                                            const std::string& netdev,
-                                           int64_t timestamp_us) const {
+                                           int64_t timestamp_us) {
   v1::EntitySamples* samples = batch->add_entities();
   samples->set_scope(scope);
   samples->set_entity(entity);
   samples->set_port(port);
   samples->set_netdev(netdev);
   samples->set_timestamp_us(timestamp_us);
+  current_ = &SeriesOf(*samples);
+  current_entity_ = samples;
   return samples;
+}
+
+BatchBuilder::EntitySeries& BatchBuilder::SeriesOf(const v1::EntitySamples& entity) {
+  std::string key;
+  StrAppend(&key, static_cast<int>(entity.scope()), "|", entity.entity(), "|", entity.port());
+  return series_[key];
 }
 
 v1::EntitySamples* BatchBuilder::AddFastEntity(v1::TelemetryBatch* batch, v1::Scope scope,
                                                const std::string& entity, uint32_t port, const std::string& netdev,
-                                               int64_t timestamp_us, int64_t previous_us) const {
+                                               int64_t timestamp_us, int64_t previous_us) {
   v1::EntitySamples* samples = AddEntity(batch, scope, entity, port, netdev, timestamp_us);
   samples->set_fast(true);
   samples->set_previous_us(previous_us);
@@ -48,17 +79,20 @@ void BatchBuilder::AddValue(v1::EntitySamples* entity, const CounterDef& def,
                             std::optional<uint32_t> prio, std::optional<uint32_t> queue,
                             uint64_t value) {
   v1::Sample* sample = entity->add_samples();
-  sample->set_counter(std::string(def.name));
+  sample->set_counter(def.name.data(), def.name.size());
   if (prio) sample->set_prio(*prio);
   if (queue) sample->set_queue(*queue);
   sample->set_kind(def.kind);
   sample->set_value(value);
   if (def.kind != v1::VALUE_KIND_COUNTER) return;
-  key_.clear();
-  StrAppend(&key_, static_cast<int>(entity->scope()), "|", entity->entity(), "|",
-                  entity->port(), "|", def.name, "|", prio ? static_cast<int64_t>(*prio) : -1, "|",
-                  queue ? static_cast<int64_t>(*queue) : -1);
-  const DeltaResult result = deltas_.Update(key_, value, def.width);
+  if (entity != current_entity_) {
+    current_ = &SeriesOf(*entity);
+    current_entity_ = entity;
+  }
+  const SeriesKey key{&def, prio ? static_cast<int32_t>(*prio) : -1, queue ? static_cast<int32_t>(*queue) : -1};
+  auto [it, inserted] = current_->try_emplace(key);
+  if (inserted) ++series_count_;
+  const DeltaResult result = deltas_.Update(&it->second, value, def.width);
   if (result.kind == DeltaKind::kFirst) return;
   sample->set_delta(result.delta);
   sample->set_reset(result.kind == DeltaKind::kReset);

@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "common/counter_delta.h"
 #include "common/counters.h"
@@ -28,17 +30,21 @@ class BatchBuilder final {
 
   // Starts a batch for one poll. Agent id, boot id and seq are stamped by the
   // shipper.
-  v1::TelemetryBatch NewBatch(int64_t created_us) const;
+  v1::TelemetryBatch NewBatch(int64_t created_us);
+  // The same batch on a protobuf arena of its own, which the pointer owns:
+  // its hundreds of samples are carved from one block, sized after the
+  // batches before it, and freed at once when the shipper lets go of it.
+  std::shared_ptr<v1::TelemetryBatch> NewArenaBatch(int64_t created_us);
 
   v1::EntitySamples* AddEntity(v1::TelemetryBatch* batch, v1::Scope scope,
                                const std::string& entity, uint32_t port,
-                               const std::string& netdev, int64_t timestamp_us) const;
+                               const std::string& netdev, int64_t timestamp_us);
 
   // A fast-path entity (EntitySamples.fast): its counters read at
   // `timestamp_us`, the agent's read of them before at `previous_us`.
   v1::EntitySamples* AddFastEntity(v1::TelemetryBatch* batch, v1::Scope scope, const std::string& entity,
                                    uint32_t port, const std::string& netdev, int64_t timestamp_us,
-                                   int64_t previous_us) const;
+                                   int64_t previous_us);
 
   // Appends one reading. Counters get a delta against the previous reading
   // of the same series (none on the first).
@@ -52,15 +58,38 @@ class BatchBuilder final {
   void SetComponents(std::map<std::string, std::string> components) { components_ = std::move(components); }
   void AttachComponents(v1::TelemetryBatch* batch, bool again = false);
 
-  size_t series_count() const { return deltas_.series_count(); }
-
+  size_t series_count() const { return series_count_; }
 
  private:
+  // A series within its entity: the counter (a vocabulary entry, so its
+  // address names it), its priority and its queue (-1: none).
+  struct SeriesKey {
+    const CounterDef* def;
+    int32_t prio;
+    int32_t queue;
+    bool operator==(const SeriesKey&) const = default;
+  };
+  struct SeriesKeyHash {
+    size_t operator()(const SeriesKey& key) const {
+      return std::hash<const void*>()(key.def) ^ (static_cast<size_t>(key.prio + 1) << 20) ^
+             (static_cast<size_t>(key.queue + 1) << 8);
+    }
+  };
+  using EntitySeries = std::unordered_map<SeriesKey, DeltaTracker::Series, SeriesKeyHash>;
+  // The series of `entity`, found once per entity rather than once per value.
+  EntitySeries& SeriesOf(const v1::EntitySamples& entity);
+
   DeltaTracker deltas_;
+  // By "scope|entity|port". Nodes stay put, so `current_` stays valid.
+  std::unordered_map<std::string, EntitySeries> series_;
+  const v1::EntitySamples* current_entity_ = nullptr;
+  EntitySeries* current_ = nullptr;
+  size_t series_count_ = 0;
+  size_t arena_block_ = 8192;  // an arena batch's first block
+  std::weak_ptr<v1::TelemetryBatch> last_arena_batch_;
   std::map<std::string, std::string> components_;
   std::optional<std::map<std::string, std::string>> attached_;
   std::string host_boot_id_;
-  std::string key_;  // reused buffer for series keys
 };
 
 // The fast path sends an entity only when it changed: removes the batch's

@@ -35,6 +35,42 @@ TEST(BatchBuilder, DeltasFromTheSecondBatchOn) {
   EXPECT_EQ(builder.series_count(), 3u);
 }
 
+// Arena batches keep the series of the batches before them, entity by
+// entity, and own their arena: a batch outlives the builder that made it.
+TEST(BatchBuilder, ArenaBatchesCarryTheSameDeltasPerEntity) {
+  std::shared_ptr<v1::TelemetryBatch> second;
+  {
+    BatchBuilder builder;
+    builder.SetHostBootId("boot-a");
+    auto first = builder.NewArenaBatch(1000);
+    ASSERT_NE(first->GetArena(), nullptr);
+    EXPECT_EQ(first->host_boot_id(), "boot-a");
+    for (const char* nic : {"h/mlx5_0", "h/mlx5_1"}) {
+      auto* e = builder.AddEntity(first.get(), v1::SCOPE_NIC, nic, 1, "", 1000);
+      builder.AddValue(e, Def("rx_bytes"), std::nullopt, std::nullopt, 100);
+      builder.AddValue(e, Def("pfc_rx_pause_frames"), 3, std::nullopt, 10);
+    }
+    second = builder.NewArenaBatch(2000);
+    auto* e0 = builder.AddEntity(second.get(), v1::SCOPE_NIC, "h/mlx5_0", 1, "", 2000);
+    auto* e1 = builder.AddEntity(second.get(), v1::SCOPE_NIC, "h/mlx5_1", 1, "", 2000);
+    // Values added to an entity other than the last one added still find
+    // that entity's series.
+    builder.AddValue(e0, Def("rx_bytes"), std::nullopt, std::nullopt, 150);
+    builder.AddValue(e1, Def("rx_bytes"), std::nullopt, std::nullopt, 400);
+    builder.AddValue(e0, Def("pfc_rx_pause_frames"), 3, std::nullopt, 17);
+    builder.AddValue(e0, Def("pfc_rx_pause_frames"), 2, std::nullopt, 1);
+    EXPECT_EQ(builder.series_count(), 5u);
+  }
+  ASSERT_EQ(second->entities_size(), 2);
+  const auto& e0 = second->entities(0);
+  const auto& e1 = second->entities(1);
+  EXPECT_EQ(e0.samples(0).delta(), 50u);
+  EXPECT_EQ(e0.samples(1).delta(), 7u);
+  EXPECT_FALSE(e0.samples(2).has_delta());  // priority 2 is a series of its own
+  EXPECT_EQ(e1.samples(0).delta(), 300u);
+  EXPECT_EQ(e0.samples(0).counter(), "rx_bytes");
+}
+
 TEST(BatchBuilder, WrappedQCounterIsADeltaNotAReset) {
   BatchBuilder builder;
   v1::TelemetryBatch b1 = builder.NewBatch(1);

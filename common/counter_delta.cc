@@ -39,19 +39,22 @@ void DeltaTracker::SetBootId(const std::string& boot_id) {
 }
 
 DeltaResult DeltaTracker::Update(const std::string& series, uint64_t value, CounterWidth width) {
-  auto [it, inserted] = last_.try_emplace(series);
-  Last& last = it->second;
+  return Update(&last_[series], value, width);
+}
+
+DeltaResult DeltaTracker::Update(Series* series, uint64_t value, CounterWidth width) const {
   DeltaResult result;
-  if (inserted) {
+  if (!series->seen) {
     result.kind = DeltaKind::kFirst;
-  } else if (last.boot_epoch != boot_epoch_) {
+  } else if (series->boot_epoch != boot_epoch_) {
     result.kind = DeltaKind::kReset;
     result.delta = value;
   } else {
-    result = ComputeDelta(last.value, value, width);
+    result = ComputeDelta(series->value, value, width);
   }
-  last.value = value;
-  last.boot_epoch = boot_epoch_;
+  series->seen = true;
+  series->value = value;
+  series->boot_epoch = boot_epoch_;
   return result;
 }
 

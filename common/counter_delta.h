@@ -44,14 +44,20 @@ class DeltaTracker final {
   // Records `value` for `series` and returns how it relates to the last one.
   DeltaResult Update(const std::string& series, uint64_t value, CounterWidth width);
 
-  size_t series_count() const { return last_.size(); }
-
- private:
-  struct Last {
+  // The last reading of one series, for a caller that keeps its series
+  // itself (common/batch_builder.h finds them without building a key).
+  struct Series {
+    bool seen = false;
     uint64_t value = 0;
     uint64_t boot_epoch = 0;
   };
-  std::unordered_map<std::string, Last> last_;
+  // As Update, on a series the caller found.
+  DeltaResult Update(Series* series, uint64_t value, CounterWidth width) const;
+
+  size_t series_count() const { return last_.size(); }
+
+ private:
+  std::unordered_map<std::string, Series> last_;
   std::string boot_id_;
   uint64_t boot_epoch_ = 0;  // bumped when the boot id changes
 };
