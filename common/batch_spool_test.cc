@@ -103,14 +103,14 @@ TEST(TelemetryShipper, ARestartedAgentHasItsPredecessorsUnackedBatches) {
     TelemetryShipper shipper(options, SystemClock::Instance());
     ASSERT_TRUE(shipper.Start().ok());
     first_boot = shipper.agent_boot_id();
-    for (int i = 0; i < 7; ++i) shipper.Enqueue({});
+    for (int i = 0; i < 7; ++i) shipper.Enqueue(v1::TelemetryBatch{});
     EXPECT_EQ(shipper.stats().spool_bytes > 0, true);
     shipper.Stop();
   }
   TelemetryShipper restarted(options, SystemClock::Instance());
   ASSERT_TRUE(restarted.Start().ok());
   EXPECT_NE(restarted.agent_boot_id(), first_boot);
-  restarted.Enqueue({});
+  restarted.Enqueue(v1::TelemetryBatch{});
   const auto stats = restarted.stats();
   EXPECT_EQ(stats.replay_pending, 7u);
   EXPECT_EQ(stats.pending, 1u);
@@ -129,7 +129,7 @@ TEST(TelemetryShipper, BatchesGoToDiskOnlyOnceTheyWaitOrTheAgentStops) {
   {
     TelemetryShipper shipper(options, SystemClock::Instance());
     ASSERT_TRUE(shipper.Start().ok());
-    for (int i = 0; i < 3; ++i) shipper.Enqueue({});
+    for (int i = 0; i < 3; ++i) shipper.Enqueue(v1::TelemetryBatch{});
     EXPECT_EQ(shipper.stats().spool_bytes, 0u) << "a young unacked batch stays in memory";
     shipper.Stop();
     EXPECT_GT(shipper.stats().spool_bytes, 0u) << "stopping writes the unacked batches";

@@ -47,21 +47,25 @@ absl::Status TelemetryShipper::Start() {
 }
 
 uint64_t TelemetryShipper::Enqueue(v1::TelemetryBatch batch) {
+  return Enqueue(std::make_shared<v1::TelemetryBatch>(std::move(batch)));
+}
+
+uint64_t TelemetryShipper::Enqueue(std::shared_ptr<v1::TelemetryBatch> batch) {
   std::lock_guard lock(mu_);
   const uint64_t seq = next_seq_++;
-  batch.set_agent_id(options_.agent_id);
-  batch.set_agent_boot_id(options_.agent_boot_id);
-  batch.set_agent_kind(options_.agent_kind);
-  batch.set_seq(seq);
-  stats_.skipped_values += batch.health().skipped_values();
-  stats_.parse_errors += batch.health().parse_errors();
-  stats_.source_errors += batch.health().source_errors();
-  v1::DeliveryStats* delivery = batch.mutable_delivery();
+  batch->set_agent_id(options_.agent_id);
+  batch->set_agent_boot_id(options_.agent_boot_id);
+  batch->set_agent_kind(options_.agent_kind);
+  batch->set_seq(seq);
+  stats_.skipped_values += batch->health().skipped_values();
+  stats_.parse_errors += batch->health().parse_errors();
+  stats_.source_errors += batch->health().source_errors();
+  v1::DeliveryStats* delivery = batch->mutable_delivery();
   delivery->set_stream_failures(stats_.stream_failures);
   delivery->set_dropped_overflow(stats_.dropped_overflow);
   delivery->set_rejected(stats_.rejected);
   delivery->set_pending(pending_.size());
-  pending_.emplace(seq, std::make_shared<const v1::TelemetryBatch>(std::move(batch)));
+  pending_.emplace(seq, std::move(batch));
   if (spool_) {
     const int64_t now = clock_.MonotonicUs();
     unspooled_.emplace(seq, now);
@@ -80,13 +84,13 @@ uint64_t TelemetryShipper::Enqueue(v1::TelemetryBatch batch) {
     pending_.erase(pending_.begin());
     ++stats_.dropped_overflow;
   }
-  cv_.notify_all();
+  sender_cv_.notify_all();
   return seq;
 }
 
 bool TelemetryShipper::Flush(int64_t timeout_us) {
   std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, std::chrono::microseconds(timeout_us),
+  return acked_cv_.wait_for(lock, std::chrono::microseconds(timeout_us),
                       [this] { return pending_.empty(); });
 }
 
@@ -97,7 +101,8 @@ void TelemetryShipper::Stop() {
     if (spool_) SpoolOlderThan(INT64_MAX);
     stopping_ = true;
     if (live_context_ != nullptr) live_context_->TryCancel();
-    cv_.notify_all();
+    sender_cv_.notify_all();
+    acked_cv_.notify_all();
   }
   if (sender_.joinable()) sender_.join();
 }
@@ -164,7 +169,9 @@ void TelemetryShipper::HandleAck(const std::string& boot, const v1::Ack& ack) {
     spool_->Remove(boot, ack.seq());
     if (boot == options_.agent_boot_id) unspooled_.erase(ack.seq());
   }
-  cv_.notify_all();
+  acked_cv_.notify_all();
+  // The sender waits on acks only to finish an earlier run's stream.
+  if (boot != options_.agent_boot_id && queue.empty()) sender_cv_.notify_all();
 }
 
 bool TelemetryShipper::RunStream(v1::Telemetry::Stub& stub, const std::string& boot, bool finite) {
@@ -189,7 +196,7 @@ bool TelemetryShipper::RunStream(v1::Telemetry::Stub& stub, const std::string& b
     }
     std::lock_guard lock(mu_);
     stream_broken_ = true;
-    cv_.notify_all();
+    sender_cv_.notify_all();
   });
   {
     std::lock_guard lock(mu_);
@@ -200,7 +207,7 @@ bool TelemetryShipper::RunStream(v1::Telemetry::Stub& stub, const std::string& b
     {
       std::unique_lock lock(mu_);
       Queue& queue = QueueOf(boot);
-      cv_.wait(lock, [&] {
+      sender_cv_.wait(lock, [&] {
         return stopping_ || stream_broken_ || queue.lower_bound(send_cursor_) != queue.end() ||
                (finite && queue.empty());
       });
@@ -267,7 +274,7 @@ void TelemetryShipper::SenderLoop() {
     const int64_t wait_us =
         backoff_us / 2 + static_cast<int64_t>(jitter() % static_cast<uint64_t>(backoff_us / 2 + 1));
     std::unique_lock lock(mu_);
-    cv_.wait_for(lock, std::chrono::microseconds(wait_us), [this] { return stopping_; });
+    sender_cv_.wait_for(lock, std::chrono::microseconds(wait_us), [this] { return stopping_; });
     if (stopping_) return;
     backoff_us = std::min(backoff_us * 2, options_.max_backoff_us);
   }

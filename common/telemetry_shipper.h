@@ -88,6 +88,8 @@ class TelemetryShipper final {
   // Stamps agent id, boot id and the next seq on `batch` and queues it.
   // Never blocks on the network. Returns the seq.
   uint64_t Enqueue(v1::TelemetryBatch batch);
+  // The same for a batch the caller built in place (BatchBuilder::NewArenaBatch).
+  uint64_t Enqueue(std::shared_ptr<v1::TelemetryBatch> batch);
   // Waits until every queued batch is acked, or `timeout_us` passes.
   // Returns true when nothing is pending.
   bool Flush(int64_t timeout_us);
@@ -118,7 +120,9 @@ class TelemetryShipper final {
   std::shared_ptr<grpc::Channel> channel_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  // Separate, so that an ack does not wake the sender for nothing.
+  std::condition_variable sender_cv_;  // a batch to send, a broken stream, Stop()
+  std::condition_variable acked_cv_;   // acks, for Flush()
   Queue pending_;                        // this incarnation's
   std::map<std::string, Queue> earlier_;  // from the spool, by boot id
   std::unique_ptr<BatchSpool> spool_;

@@ -30,7 +30,7 @@ TEST(TelemetryShipper, StampsSequenceAndBoundsTheQueueWhileUnreachable) {
   options.max_backoff_us = 2000;
   TelemetryShipper shipper(options, SystemClock::Instance());
   ASSERT_TRUE(shipper.Start().ok());
-  for (int i = 0; i < 8; ++i) EXPECT_EQ(shipper.Enqueue({}), static_cast<uint64_t>(i + 1));
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(shipper.Enqueue(v1::TelemetryBatch{}), static_cast<uint64_t>(i + 1));
   auto stats = shipper.stats();
   EXPECT_EQ(stats.enqueued, 8u);
   EXPECT_EQ(stats.last_seq, 8u);

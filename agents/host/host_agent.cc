@@ -24,18 +24,18 @@ void HostAgent::PollOnce() {
     builder_.SetHostBootId(boot_id);
   }
   HostSnapshot snapshot = poller_.Poll();
-  v1::TelemetryBatch batch = builder_.NewBatch(clock_.NowUs());
+  std::shared_ptr<v1::TelemetryBatch> batch = builder_.NewArenaBatch(clock_.NowUs());
   const bool reread = read_components_ && polls_++ % static_cast<uint64_t>(components_every_) == 0;
   if (reread) builder_.SetComponents(read_components_());
-  builder_.AttachComponents(&batch, reread);
-  AppendSnapshot(snapshot, &builder_, &batch);
+  builder_.AttachComponents(batch.get(), reread);
+  AppendSnapshot(snapshot, &builder_, batch.get());
   for (const auto& [source, h] : snapshot.by_source)
     problems_.Add(source, {h.skipped_values, h.parse_errors, h.source_errors});
   if (inspector_ != nullptr) {
     const uint64_t bad_before = tail_stats_.bad_lines;
-    for (auto& record : inspector_->Poll(&tail_stats_)) *batch.add_collectives() = std::move(record);
+    for (auto& record : inspector_->Poll(&tail_stats_)) *batch->add_collectives() = std::move(record);
     // Garbage in the logs counts like garbage in sysfs.
-    batch.mutable_health()->set_parse_errors(batch.health().parse_errors() + tail_stats_.bad_lines - bad_before);
+    batch->mutable_health()->set_parse_errors(batch->health().parse_errors() + tail_stats_.bad_lines - bad_before);
     problems_.Add("inspector", {0, tail_stats_.bad_lines - bad_before, 0});
   }
   shipper_.Enqueue(std::move(batch));
@@ -44,9 +44,9 @@ void HostAgent::PollOnce() {
 void HostAgent::PollFast() {
   const HostSnapshot snapshot = poller_.PollPfc();
   if (snapshot.nics.empty()) return;
-  v1::TelemetryBatch batch = builder_.NewBatch(clock_.NowUs());
-  AppendSnapshot(snapshot, &builder_, &batch, /*fast=*/true);
-  if (batch.entities_size() > 0) shipper_.Enqueue(std::move(batch));
+  std::shared_ptr<v1::TelemetryBatch> batch = builder_.NewArenaBatch(clock_.NowUs());
+  AppendSnapshot(snapshot, &builder_, batch.get(), /*fast=*/true);
+  if (batch->entities_size() > 0) shipper_.Enqueue(std::move(batch));
 }
 
 }  // namespace rocefab::hostd

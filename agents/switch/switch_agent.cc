@@ -90,12 +90,12 @@ SwitchAgent::SwitchAgent(SwitchBackend& backend, TelemetryShipper& shipper, cons
 
 void SwitchAgent::PollOnce() {
   const int64_t now_us = clock_.NowUs();
-  v1::TelemetryBatch batch = builder_.NewBatch(now_us);
+  std::shared_ptr<v1::TelemetryBatch> batch = builder_.NewArenaBatch(now_us);
   auto reading = backend_.ReadCounters();
   if (!reading.ok()) {
     // Still send the batch: its health tells the collector the switch is
     // there but unreadable.
-    batch.mutable_health()->set_source_errors(1);
+    batch->mutable_health()->set_source_errors(1);
     problems_.Add(source_, {0, 0, 1});
     if (consecutive_failures_++ % 60 == 0)
       LOG_WARN(kSwitchAgentLog, "cannot read counters: ", reading.status().message());
@@ -113,8 +113,8 @@ void SwitchAgent::PollOnce() {
       builder_.SetComponents(components_);
     }
     // Again every 60 polls, for a collector that restarted.
-    builder_.AttachComponents(&batch, polls_++ % 60 == 0);
-    AppendReading(*reading, now_us, &builder_, &batch);
+    builder_.AttachComponents(batch.get(), polls_++ % 60 == 0);
+    AppendReading(*reading, now_us, &builder_, batch.get());
     problems_.Add(source_, {reading->unknown_keys + reading->degraded.size(), reading->bad_values, 0});
     last_read_us_ = reading->timestamp_us > 0 ? reading->timestamp_us : now_us;
   }
@@ -126,10 +126,10 @@ void SwitchAgent::PollFast() {
   auto reading = backend_.ReadPfcCounters();
   if (!reading.ok()) return;  // the full poll reports it
   const int64_t ts = reading->timestamp_us > 0 ? reading->timestamp_us : now_us;
-  v1::TelemetryBatch batch = builder_.NewBatch(now_us);
-  AppendFastReading(*reading, ts, last_read_us_, &builder_, &batch);
+  std::shared_ptr<v1::TelemetryBatch> batch = builder_.NewArenaBatch(now_us);
+  AppendFastReading(*reading, ts, last_read_us_, &builder_, batch.get());
   last_read_us_ = ts;
-  if (batch.entities_size() > 0) shipper_.Enqueue(std::move(batch));
+  if (batch->entities_size() > 0) shipper_.Enqueue(std::move(batch));
 }
 
 }  // namespace rocefab::switchd
