@@ -8,7 +8,8 @@
 //                           100 ms and streaming to a real rocefab-collectord over
 //                           mTLS: the daemon's own CPU per batch the collector stored
 //   BM_NodeExporterScrape   GET /metrics of prometheus-node-exporter with only
-//                           --collector.infiniband, --path.sysfs on the same tree
+//                           --collector.infiniband, --path.sysfs on the same tree:
+//                           /0 back to back, /100 every 100 ms (the daemon's cadence)
 //
 // The peer runs when ROCEFAB_BENCH_NODE_EXPORTER names its binary
 // (scripts/bench.sh does that); otherwise BM_NodeExporterScrape is skipped
@@ -22,6 +23,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <thread>
 
 #include "agents/host/ethtool_stats.h"
 #include "agents/host/host_poller.h"
@@ -238,6 +240,9 @@ void BM_HostdDaemonNoNics(benchmark::State& state) {
 }
 BENCHMARK(BM_HostdDaemonNoNics)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The peer scraped back to back (state.range(0) == 0), or every
+// state.range(0) ms: the daemon's own cadence (BM_HostdDaemon polls every
+// 100 ms), so that both run as cold between rounds as the other.
 void BM_NodeExporterScrape(benchmark::State& state) {
   const char* binary = std::getenv("ROCEFAB_BENCH_NODE_EXPORTER");
   if (binary == nullptr || access(binary, X_OK) != 0) {
@@ -261,19 +266,27 @@ void BM_NodeExporterScrape(benchmark::State& state) {
     state.SkipWithError("node_exporter did not read the infiniband tree");
     return;
   }
-  // The peer's own CPU (user + system, from /proc/<pid>/stat) per scrape,
-  // to set beside BM_HostdPoll's CPU column.
+  // The peer's own CPU per scrape, measured as the daemon's is.
+  const auto every = std::chrono::milliseconds(state.range(0));
+  auto next = std::chrono::steady_clock::now();
   const int64_t cpu_before = ProcessCpuUs(peer.pid());
   for (auto _ : state) {
     auto body = testing::HttpGet(address, "/metrics");
     benchmark::DoNotOptimize(body);
+    if (every.count() > 0) {
+      // Pacing, as a scraping server paces its scrapes.
+      next += every;
+      std::this_thread::sleep_until(next);
+    }
   }
   const int64_t cpu_after = ProcessCpuUs(peer.pid());
   if (cpu_before >= 0 && cpu_after >= 0 && state.iterations() > 0)
     state.counters["peer_cpu_us_per_scrape"] =
         static_cast<double>(cpu_after - cpu_before) / static_cast<double>(state.iterations());
 }
-BENCHMARK(BM_NodeExporterScrape)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_NodeExporterScrape)->Arg(0)->Unit(benchmark::kMicrosecond)->UseRealTime();
+// 100 scrapes, as BM_HostdDaemon measures 100 polls.
+BENCHMARK(BM_NodeExporterScrape)->Arg(100)->Iterations(100)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
