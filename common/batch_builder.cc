@@ -22,13 +22,16 @@ v1::TelemetryBatch BatchBuilder::NewBatch(int64_t created_us) {
 
 std::shared_ptr<v1::TelemetryBatch> BatchBuilder::NewArenaBatch(int64_t created_us) {
   current_entity_ = nullptr;
-  // One block for a batch like the last one (while the shipper still holds
-  // it); a first batch grows block by block, as arenas do.
-  if (auto last = last_arena_batch_.lock())
-    arena_block_ = std::clamp<size_t>(last->GetArena()->SpaceUsed() + 4096, 8192, 4 << 20);
+  // One block for the larger batches of late (a full poll's, between the
+  // fast path's small ones): the space the last batch took, while the
+  // shipper still holds it, raises the size at once and lowers it slowly.
+  if (auto last = last_arena_batch_.lock()) {
+    const size_t used = last->GetArena()->SpaceUsed() + 4096;
+    arena_block_ = std::clamp<size_t>(std::max(used, arena_block_ - arena_block_ / 64), 8192, 4 << 20);
+  }
   google::protobuf::ArenaOptions options;
   options.start_block_size = arena_block_;
-  options.max_block_size = arena_block_;
+  options.max_block_size = std::max<size_t>(arena_block_, 64 << 10);
   auto arena = std::make_shared<google::protobuf::Arena>(options);
   auto* batch = google::protobuf::Arena::CreateMessage<v1::TelemetryBatch>(arena.get());
   batch->set_created_us(created_us);
