@@ -3,6 +3,7 @@
 #include "common/findings.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <deque>
@@ -809,6 +810,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // switch's other uplinks, and a queue that fills there is its doing.
   // Device -> the link finding's key.
   std::unordered_map<std::string, std::string> device_lost_uplink;
+  // Every lost link between switches: (its ends, the finding's key).
+  std::vector<std::array<std::string, 3>> lost_links;
   auto lost_link = [&](const std::string& kind, const std::string& entity) {
     const std::string peer = PeerPort(topo, entity);
     if (peer.empty()) return;
@@ -816,6 +819,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     const std::string key = StrCat(kind, "|", entity);
     if (FacesUp(topo, device, peer_device)) device_lost_uplink.try_emplace(device, key);
     if (FacesUp(topo, peer_device, device)) device_lost_uplink.try_emplace(peer_device, key);
+    if (FacesUp(topo, device, peer_device) || FacesUp(topo, peer_device, device))
+      lost_links.push_back({entity, peer, key});
   };
   auto link_finding = [&](const std::string& kind, const std::string& entity) {
     if (kind == "link_degraded") slow_link(entity);
@@ -827,6 +832,20 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // (clear_after of quiet) the switch's congestion is still its doing.
   for (const Hit& h : *hits) link_finding(h.kind, h.entity);
   for (const auto& [key, t] : active_) link_finding(t.anomaly.kind(), t.anomaly.entity());
+  // The key of a lost link when it and `port` lie on one running job's
+  // paths: a link down takes its upper switch off every path toward its
+  // lower one, so the job's flows toward it rehash onto the paths left,
+  // from other switches too.
+  auto lost_on_paths = [&](const std::string& port) -> const std::string* {
+    if (lost_links.empty() || topo == nullptr) return nullptr;
+    for (const v1::Job& job : context.running_jobs) {
+      const Footprint& fp = JobPaths(topo, job);
+      if (!fp.ports.count(port)) continue;
+      for (const auto& [end, other, key] : lost_links)
+        if (fp.ports.count(end) || fp.ports.count(other)) return &key;
+    }
+    return nullptr;
+  };
   std::vector<const Pause*> victims;
   for (const Pause& p : pauses) {
     const std::string device = EntityDevice(p.e->entity);
@@ -910,6 +929,12 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           // The deep queue is an uplink of a switch that lost another: the
           // lost link's flows fill it.
           congestion_origin[device] = lost->second;
+        } else if (const std::string* key = lost_on_paths(worst->e->entity);
+                   key != nullptr && is_uplink(worst->e->entity) && !congestion_origin.count(device)) {
+          // The deep queue is an uplink on the paths of a job that lost
+          // another link: the same, from a switch the lost link's flows
+          // reached it through.
+          congestion_origin[device] = *key;
         } else if (!congestion_origin.count(device)) {
           // Marking, but DCQCN cannot hold it: congestion beyond ECN's reach.
           Hit h{"ecn_hotspot", worst->e->entity, v1::SEVERITY_WARNING,

@@ -151,6 +151,33 @@ class DetectorsFixture : public ::testing::Test {
     for (const auto& [id, a] : all_) n += a.kind() == kind;
     return n;
   }
+  // No hot spot and no storm: every open pause is `cause`'s consequence.
+  // Returns how many pauses are open.
+  int ExpectPausesCausedBy(uint64_t cause) {
+    int open = 0;
+    for (const auto& [id, a] : all_) {
+      EXPECT_NE(a.kind(), "ecn_hotspot") << a.summary();
+      EXPECT_NE(a.kind(), "pfc_storm") << a.summary();
+      if (a.kind() == "pfc_pause" && a.end_us() == 0) {
+        ++open;
+        EXPECT_EQ(a.caused_by(), cause) << a.entity();
+      }
+    }
+    return open;
+  }
+  // A job with one rank on NIC mlx5_0 of each host.
+  static v1::Job Job(const std::string& id, const std::vector<std::string>& hosts, int64_t start_us) {
+    v1::Job job;
+    job.set_id(id);
+    job.set_start_us(start_us);
+    for (size_t r = 0; r < hosts.size(); ++r) {
+      auto* p = job.add_ranks();
+      p->set_rank(static_cast<uint32_t>(r));
+      p->set_host(hosts[r]);
+      p->set_nic("mlx5_0");
+    }
+    return job;
+  }
 
   FakeFabric fabric_;
   Detectors detectors_{DetectorSettings{}};
@@ -632,20 +659,6 @@ class EcmpImbalanceTest : public DetectorsFixture {
     fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_tx_pause_us", 0, 3);
     fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 100'000, std::nullopt, 3);
   }
-  // No hot spot and no storm: every open pause is `cause`'s consequence.
-  // Returns how many pauses are open.
-  int ExpectPausesCausedBy(uint64_t cause) {
-    int open = 0;
-    for (const auto& [id, a] : all_) {
-      EXPECT_NE(a.kind(), "ecn_hotspot") << a.summary();
-      EXPECT_NE(a.kind(), "pfc_storm") << a.summary();
-      if (a.kind() == "pfc_pause" && a.end_us() == 0) {
-        ++open;
-        EXPECT_EQ(a.caused_by(), cause) << a.entity();
-      }
-    }
-    return open;
-  }
   // The switch pauses the NIC for 30% of the next second.
   void PauseTheNic() {
     fabric_.Add(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 300'000, 3);
@@ -951,6 +964,64 @@ TEST_F(TowardImbalanceTest, PausesRelayedByAPausedSwitchAreTheCollisionsConseque
     }
 }
 
+// Two racks under two spines. z1-rtsw01's link to z1-ctsw02 goes down:
+// z1-ctsw02 no longer reaches rack 1, so z1-rtsw02 sends every flow toward
+// rack 1 through z1-ctsw01, whose uplink fills (seed 20's false positive).
+class LostPathTest : public DetectorsFixture {
+ protected:
+  static constexpr const char* kUp[] = {"z1-rtsw02/Ethernet8", "z1-rtsw02/Ethernet12"};
+  void SetUp() override {
+    UseTopology(kTwoRacksTwoSpines);
+    QuietPorts({"z1-rtsw01/Ethernet8", "z1-rtsw01/Ethernet12", "z1-ctsw02/Ethernet0", kUp[0], kUp[1]});
+    fabric_.Set(v1::SCOPE_NIC, "z1-r02-h1/mlx5_0", "link_up", 1);
+    fabric_.Set(v1::SCOPE_NIC, "z1-r02-h1/mlx5_0", "rate_bytes_per_second", 50'000'000'000);
+    fabric_.Set(v1::SCOPE_NIC, "z1-r02-h1/mlx5_0", "pfc_rx_pause_us", 0, 3);
+    fabric_.Set(v1::SCOPE_PORT, "z1-rtsw02/Ethernet0", "link_up", 1);
+    fabric_.Set(v1::SCOPE_PORT, "z1-rtsw02/Ethernet0", "pfc_tx_pause_us", 0, 3);
+  }
+  // Seconds [from, to): z1-rtsw02's uplinks send `shares` of line rate.
+  // With `lost`, the link is down, z1-rtsw02's first uplink holds a deep
+  // queue that marks 1% of its packets, and z1-rtsw02 pauses its NIC.
+  void Run(int from, int to, const std::vector<double>& shares, bool lost) {
+    fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet12", "link_up", lost ? 0 : 1);
+    fabric_.Set(v1::SCOPE_PORT, "z1-ctsw02/Ethernet0", "link_up", lost ? 0 : 1);
+    fabric_.Set(v1::SCOPE_QUEUE, kUp[0], "queue_depth_bytes", lost ? 2'000'000 : 0, std::nullopt, 3);
+    for (int s = from; s < to; ++s) {
+      for (size_t i = 0; i < shares.size(); ++i) {
+        const auto bytes = static_cast<uint64_t>(shares[i] * 50e9);
+        fabric_.Add(v1::SCOPE_PORT, kUp[i], "tx_bytes", bytes);
+        fabric_.Add(v1::SCOPE_QUEUE, kUp[i], "queue_tx_packets", bytes / 4096, std::nullopt, 3);
+        if (lost && i == 0)
+          fabric_.Add(v1::SCOPE_QUEUE, kUp[i], "queue_ecn_marked_packets", bytes / 4096 / 100, std::nullopt, 3);
+      }
+      if (lost) {
+        fabric_.Add(v1::SCOPE_NIC, "z1-r02-h1/mlx5_0", "pfc_rx_pause_us", 300'000, 3);
+        fabric_.Add(v1::SCOPE_PORT, "z1-rtsw02/Ethernet0", "pfc_tx_pause_us", 300'000, 3);
+      }
+      Step(s);
+    }
+  }
+};
+
+TEST_F(LostPathTest, AQueueOnAnotherSwitchsUplinkOnTheJobsPathsIsTheLostLinksConsequence) {
+  context_.running_jobs = {Job("4711", {"z1-r01-h1", "z1-r02-h1"}, kT0)};
+  Run(0, 3, {0.5, 0.5}, false);
+  Run(3, 6, {0.8, 0.7}, true);
+  const auto* down = Active("link_down");
+  ASSERT_NE(down, nullptr);
+  EXPECT_GT(ExpectPausesCausedBy(down->id()), 0) << "z1-rtsw02 pauses its NIC";
+}
+
+// The same queue with no job whose paths cross both the lost link and the
+// uplink: nothing ties them, and the queue is a hot spot of its own.
+TEST_F(LostPathTest, OffTheLostLinksPathsTheQueueIsAHotSpotOfItsOwn) {
+  context_.running_jobs = {Job("4711", {"z1-r02-h1"}, kT0)};
+  Run(0, 3, {0.5, 0.5}, false);
+  Run(3, 6, {0.8, 0.7}, true);
+  ASSERT_NE(Active("link_down"), nullptr);
+  EXPECT_NE(Active("ecn_hotspot", kUp[0]), nullptr);
+}
+
 // Collective records of one job: `n` ranks on two hosts, seq `seq`.
 v1::TelemetryBatch Collectives(int64_t ts, uint64_t seq, int n, double exec_us, double busbw,
                                int late_rank = -1, double late_exec_us = 0) {
@@ -1231,18 +1302,6 @@ class ContentionTest : public DetectorsFixture {
     UseTopology(kTwoRacksTwoHosts);
     QuietPorts({"z1-rtsw01/Ethernet0", "z1-rtsw01/Ethernet4", "z1-rtsw01/Ethernet8", "z1-rtsw02/Ethernet0",
                 "z1-rtsw02/Ethernet4", "z1-rtsw02/Ethernet8", "z1-ctsw01/Ethernet0", "z1-ctsw01/Ethernet4"});
-  }
-  static v1::Job Job(const std::string& id, const std::vector<std::string>& hosts, int64_t start_us) {
-    v1::Job job;
-    job.set_id(id);
-    job.set_start_us(start_us);
-    for (size_t r = 0; r < hosts.size(); ++r) {
-      auto* p = job.add_ranks();
-      p->set_rank(static_cast<uint32_t>(r));
-      p->set_host(hosts[r]);
-      p->set_nic("mlx5_0");
-    }
-    return job;
   }
   // Second `s`: 30 collectives of each job in `sending` at `busbw` (the
   // victim's) with 3% noise, the ports in `marking` marking 2% of their
