@@ -165,6 +165,26 @@ class DetectorsFixture : public ::testing::Test {
     }
     return open;
   }
+  // Second `s`: each of `ports` sends its share of 50 GB/s on queue 3, the
+  // first marking one packet in `mark_every` (none when 0); `pauser`, when
+  // given, pauses `paused` (of `paused_scope`) for 30% of the second. Then
+  // Step(s).
+  void SendSecond(int s, const std::vector<const char*>& ports, const std::vector<double>& shares,
+                  uint64_t mark_every, const std::string& pauser = "", v1::Scope paused_scope = v1::SCOPE_PORT,
+                  const std::string& paused = "") {
+    for (size_t i = 0; i < shares.size(); ++i) {
+      const auto bytes = static_cast<uint64_t>(shares[i] * 50e9);
+      fabric_.Add(v1::SCOPE_PORT, ports[i], "tx_bytes", bytes);
+      fabric_.Add(v1::SCOPE_QUEUE, ports[i], "queue_tx_packets", bytes / 4096, std::nullopt, 3);
+      if (mark_every > 0 && i == 0)
+        fabric_.Add(v1::SCOPE_QUEUE, ports[i], "queue_ecn_marked_packets", bytes / 4096 / mark_every, std::nullopt, 3);
+    }
+    if (!pauser.empty()) {
+      fabric_.Add(v1::SCOPE_PORT, pauser, "pfc_tx_pause_us", 300'000, 3);
+      fabric_.Add(paused_scope, paused, "pfc_rx_pause_us", 300'000, 3);
+    }
+    Step(s);
+  }
   // A job with one rank on NIC mlx5_0 of each host.
   static v1::Job Job(const std::string& id, const std::vector<std::string>& hosts, int64_t start_us) {
     v1::Job job;
@@ -828,20 +848,9 @@ class TowardImbalanceTest : public DetectorsFixture {
   // and z1-ctsw01 pauses z1-rtsw02, which feeds it.
   void Run(int from, int to, const std::vector<double>& shares, bool collide) {
     fabric_.Set(v1::SCOPE_QUEUE, kToward[0], "queue_depth_bytes", collide ? 2'000'000 : 0, std::nullopt, 3);
-    for (int s = from; s < to; ++s) {
-      for (size_t i = 0; i < shares.size(); ++i) {
-        const auto bytes = static_cast<uint64_t>(shares[i] * 50e9);
-        fabric_.Add(v1::SCOPE_PORT, kToward[i], "tx_bytes", bytes);
-        fabric_.Add(v1::SCOPE_QUEUE, kToward[i], "queue_tx_packets", bytes / 4096, std::nullopt, 3);
-        if (collide && i == 0)
-          fabric_.Add(v1::SCOPE_QUEUE, kToward[i], "queue_ecn_marked_packets", bytes / 4096 / 20, std::nullopt, 3);
-      }
-      if (collide) {
-        fabric_.Add(v1::SCOPE_PORT, "z1-ctsw01/Ethernet4", "pfc_tx_pause_us", 300'000, 3);
-        fabric_.Add(v1::SCOPE_PORT, "z1-rtsw02/Ethernet8", "pfc_rx_pause_us", 300'000, 3);
-      }
-      Step(s);
-    }
+    for (int s = from; s < to; ++s)
+      SendSecond(s, {kToward[0], kToward[1]}, shares, collide ? 20 : 0, collide ? "z1-ctsw01/Ethernet4" : "",
+                 v1::SCOPE_PORT, "z1-rtsw02/Ethernet8");
   }
 };
 
@@ -986,20 +995,9 @@ class LostPathTest : public DetectorsFixture {
     fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet12", "link_up", lost ? 0 : 1);
     fabric_.Set(v1::SCOPE_PORT, "z1-ctsw02/Ethernet0", "link_up", lost ? 0 : 1);
     fabric_.Set(v1::SCOPE_QUEUE, kUp[0], "queue_depth_bytes", lost ? 2'000'000 : 0, std::nullopt, 3);
-    for (int s = from; s < to; ++s) {
-      for (size_t i = 0; i < shares.size(); ++i) {
-        const auto bytes = static_cast<uint64_t>(shares[i] * 50e9);
-        fabric_.Add(v1::SCOPE_PORT, kUp[i], "tx_bytes", bytes);
-        fabric_.Add(v1::SCOPE_QUEUE, kUp[i], "queue_tx_packets", bytes / 4096, std::nullopt, 3);
-        if (lost && i == 0)
-          fabric_.Add(v1::SCOPE_QUEUE, kUp[i], "queue_ecn_marked_packets", bytes / 4096 / 100, std::nullopt, 3);
-      }
-      if (lost) {
-        fabric_.Add(v1::SCOPE_NIC, "z1-r02-h1/mlx5_0", "pfc_rx_pause_us", 300'000, 3);
-        fabric_.Add(v1::SCOPE_PORT, "z1-rtsw02/Ethernet0", "pfc_tx_pause_us", 300'000, 3);
-      }
-      Step(s);
-    }
+    for (int s = from; s < to; ++s)
+      SendSecond(s, {kUp[0], kUp[1]}, shares, lost ? 100 : 0, lost ? "z1-rtsw02/Ethernet0" : "", v1::SCOPE_NIC,
+                 "z1-r02-h1/mlx5_0");
   }
 };
 
