@@ -126,16 +126,22 @@ struct EthtoolTarget {
   uint32_t prio;  // for per-priority counters
 };
 
+// Looked up by std::string_view: no key string built per statistic.
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+};
+using EthtoolIndexMap = std::unordered_map<std::string, EthtoolTarget, NameHash, std::equal_to<>>;
+
 // Statistic name -> vocabulary entry, built once from common/counters.
-const std::unordered_map<std::string, EthtoolTarget>& EthtoolIndex() {
+const EthtoolIndexMap& EthtoolIndex() {
   static const auto* index = [] {
-    auto* map = new std::unordered_map<std::string, EthtoolTarget>();
+    auto* map = new EthtoolIndexMap();
     for (const CounterDef& def : CountersOfScope(v1::SCOPE_NIC)) {
       if (def.source != CounterSource::kEthtool) continue;
       if (def.per_prio) {
         for (uint32_t prio = 0; prio < 8; ++prio)
-          (*map)[ExpandPrio(def.source_name, prio)] = {&def,
-                                                                                         prio};
+          (*map)[ExpandPrio(def.source_name, prio)] = {&def, prio};
       } else {
         (*map)[std::string(def.source_name)] = {&def, 0};
       }
@@ -150,11 +156,11 @@ const std::unordered_map<std::string, EthtoolTarget>& EthtoolIndex() {
 void MapEthtoolStats(const EthtoolStats& stats, NicReading* nic) {
   const auto& index = EthtoolIndex();
   for (const auto& [raw_name, value] : stats) {
-    auto it = index.find(std::string(Trim(raw_name)));
+    auto it = index.find(Trim(raw_name));
     if (it == index.end()) continue;
     const CounterDef& def = *it->second.def;
-    if (def.per_prio) nic->per_prio[std::string(def.name)][it->second.prio] = value;
-    else nic->counters[std::string(def.name)] = value;
+    if (def.per_prio) nic->per_prio[def][it->second.prio] = value;
+    else nic->counters[def] = value;
   }
 }
 

@@ -91,8 +91,8 @@ HostSnapshot HostPoller::PollPfc() {
     nic.port = port.port;
     nic.netdev = port.netdev;
     MapEthtoolStats(*stats, &nic);
-    std::erase_if(nic.counters, [](const auto& kv) { return !IsFastPathCounter(kv.first); });
-    std::erase_if(nic.per_prio, [](const auto& kv) { return !IsFastPathCounter(kv.first); });
+    nic.counters.EraseIf([](std::string_view name) { return !IsFastPathCounter(name); });
+    nic.per_prio.EraseIf([](std::string_view name) { return !IsFastPathCounter(name); });
   }
   return snapshot;
 }
@@ -101,11 +101,11 @@ nlohmann::json SnapshotToJson(const HostSnapshot& snapshot) {
   nlohmann::json nics = nlohmann::json::array();
   for (const NicReading& nic : snapshot.nics) {
     nlohmann::json counters = nlohmann::json::object();
-    for (const auto& [name, value] : nic.counters) counters[name] = value;
+    for (const auto& [name, value] : nic.counters) counters[std::string(name)] = value;
     for (const auto& [name, by_prio] : nic.per_prio) {
       nlohmann::json prios = nlohmann::json::object();
       for (const auto& [prio, value] : by_prio) prios[std::to_string(prio)] = value;
-      counters[name] = std::move(prios);
+      counters[std::string(name)] = std::move(prios);
     }
     if (nic.link_up) counters["link_up"] = *nic.link_up ? 1 : 0;
     if (nic.rate_bytes_per_second) counters["rate_bytes_per_second"] = *nic.rate_bytes_per_second;
@@ -131,21 +131,17 @@ void AppendSnapshot(const HostSnapshot& snapshot, BatchBuilder* builder,
         fast ? builder->AddFastEntity(batch, v1::SCOPE_NIC, name, nic.port, nic.netdev, snapshot.timestamp_us,
                                       snapshot.previous_us)
              : builder->AddEntity(batch, v1::SCOPE_NIC, name, nic.port, nic.netdev, snapshot.timestamp_us);
-    for (const auto& [name, value] : nic.counters) {
-      if (const CounterDef* def = FindCounter(v1::SCOPE_NIC, name))
-        builder->AddValue(entity, *def, std::nullopt, std::nullopt, value);
-    }
-    for (const auto& [name, by_prio] : nic.per_prio) {
-      const CounterDef* def = FindCounter(v1::SCOPE_NIC, name);
-      if (def == nullptr) continue;
-      for (const auto& [prio, value] : by_prio) builder->AddValue(entity, *def, prio, std::nullopt, value);
-    }
-    if (nic.link_up)
-      builder->AddValue(entity, *FindCounter(v1::SCOPE_NIC, "link_up"), std::nullopt, std::nullopt,
-                        *nic.link_up ? 1 : 0);
+    nic.counters.ForEach([&](const CounterDef& def, uint64_t value) {
+      builder->AddValue(entity, def, std::nullopt, std::nullopt, value);
+    });
+    nic.per_prio.ForEach([&](const CounterDef& def, const IndexedValues& by_prio) {
+      for (const auto& [prio, value] : by_prio) builder->AddValue(entity, def, prio, std::nullopt, value);
+    });
+    static const CounterDef& link_up = *FindCounter(v1::SCOPE_NIC, "link_up");
+    static const CounterDef& rate = *FindCounter(v1::SCOPE_NIC, "rate_bytes_per_second");
+    if (nic.link_up) builder->AddValue(entity, link_up, std::nullopt, std::nullopt, *nic.link_up ? 1 : 0);
     if (nic.rate_bytes_per_second)
-      builder->AddValue(entity, *FindCounter(v1::SCOPE_NIC, "rate_bytes_per_second"),
-                        std::nullopt, std::nullopt, *nic.rate_bytes_per_second);
+      builder->AddValue(entity, rate, std::nullopt, std::nullopt, *nic.rate_bytes_per_second);
     if (fast) DropIfUnmoved(batch);
   }
   if (fast) return;  // the full poll reports what the sources could not give

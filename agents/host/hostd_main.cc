@@ -41,10 +41,10 @@ void PrintTable(const rocefab::hostd::HostSnapshot& snapshot) {
     std::printf("\n%s port %u  netdev %s\n", nic.device.c_str(), nic.port,
                 nic.netdev.empty() ? "-" : nic.netdev.c_str());
     for (const auto& [name, value] : nic.counters)
-      std::printf("  %-28s %20llu\n", name.c_str(), static_cast<unsigned long long>(value));
+      std::printf("  %-28s %20llu\n", std::string(name).c_str(), static_cast<unsigned long long>(value));
     for (const auto& [name, by_prio] : nic.per_prio)
       for (const auto& [prio, value] : by_prio)
-        std::printf("  %-22s prio=%u %20llu\n", name.c_str(), prio,
+        std::printf("  %-22s prio=%u %20llu\n", std::string(name).c_str(), prio,
                     static_cast<unsigned long long>(value));
     if (nic.link_up) std::printf("  %-28s %20d\n", "link_up", *nic.link_up ? 1 : 0);
     if (nic.rate_bytes_per_second)

@@ -65,6 +65,7 @@ std::vector<NicReading> RdmaSysfsReader::ReadAll(ReadHealth* health, int64_t now
     }
     return nics;
   }
+  nics.reserve(devices->size());
   for (const std::string& device : *devices) {
     const std::string device_dir = StrCat(kInfiniband, "/", device);
     std::string netdev;
@@ -137,7 +138,7 @@ void RdmaSysfsReader::ReadPort(const std::string& port_dir, NicReading* nic,
     } else {
       continue;
     }
-    if (result == Read::kOk) nic->counters[std::string(def.name)] = value * def.multiplier;
+    if (result == Read::kOk) nic->counters[def] = value * def.multiplier;
     else if (result == Read::kMissing) ++health->skipped_values;
   }
 

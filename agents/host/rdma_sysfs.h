@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/counter_values.h"
 #include "common/file_cache.h"
 #include "common/fs_root.h"
 
@@ -41,9 +42,9 @@ struct NicReading {
   uint32_t port = 1;
   std::string netdev;  // "eth2", or empty when device/net/ is absent
   // Vocabulary name -> value, already scaled (bytes are bytes).
-  std::map<std::string, uint64_t> counters;
+  ByCounter<uint64_t> counters{v1::SCOPE_NIC};
   // Per-priority counters: name -> prio -> value.
-  std::map<std::string, std::map<uint32_t, uint64_t>> per_prio;
+  ByCounter<IndexedValues> per_prio{v1::SCOPE_NIC};
   std::optional<bool> link_up;
   std::optional<uint64_t> rate_bytes_per_second;
 };
