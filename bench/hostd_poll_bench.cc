@@ -4,6 +4,7 @@
 //
 //   BM_HostdPoll            sysfs + ethtool text + delta batch (what each tick does)
 //   BM_HostdPollSysfsOnly   the sysfs half alone, to compare like with like
+//   BM_EthtoolIoctlPort     the ethtool ioctl source on an mlx5-sized port (user space)
 //   BM_HostdDaemon          the running rocefab-hostd, polling the same tree every
 //                           100 ms and streaming to a real rocefab-collectord over
 //                           mTLS: the daemon's own CPU per batch the collector stored
@@ -28,6 +29,7 @@
 #include "agents/host/ethtool_stats.h"
 #include "agents/host/host_poller.h"
 #include "common/batch_builder.h"
+#include "tests/support/fake_ethtool_driver.h"
 #include "tests/support/test_support.h"
 
 namespace {
@@ -79,6 +81,33 @@ void BM_HostdPoll(benchmark::State& state) {
   state.counters["nics"] = 8;
 }
 BENCHMARK(BM_HostdPoll)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// The ethtool ioctl source on one mlx5-sized port: 63 channels of about
+// 45 statistics each (mlx5e's rq, sq and ch groups) around the PFC ones,
+// 2,874 in all. The driver answers in the ioctl's own structures
+// (tests/support/fake_ethtool_driver.h); what is timed is the user-space
+// side: /0 reads names and values and maps them by name, as each poll did;
+// /1 is ReadInto, which keeps the positions of the ~40 statistics wanted.
+void BM_EthtoolIoctlPort(benchmark::State& state) {
+  testing::FakeEthtoolDriver driver;
+  testing::Mlx5LikeStatistics(&driver, 63);
+  for (int ch = 0; ch < 63; ++ch)
+    for (int k = 0; k < 43; ++k) driver.Add("rx" + std::to_string(ch) + "_s" + std::to_string(k), k);
+  hostd::IoctlEthtoolSource source(std::ref(driver));
+  int64_t now_us = 1'000'000;
+  size_t values = 0;
+  for (auto _ : state) {
+    source.BeginPoll(now_us += 100'000);
+    hostd::NicReading nic;
+    if (state.range(0) == 0) hostd::MapEthtoolStats(*source.Read("eth2"), &nic);
+    else benchmark::DoNotOptimize(source.ReadInto("eth2", &nic));
+    values = nic.counters.size();
+    for (const auto& entry : nic.per_prio) values += entry.second.size();
+  }
+  state.counters["statistics"] = static_cast<double>(driver.names.size());
+  state.counters["values"] = static_cast<double>(values);
+}
+BENCHMARK(BM_EthtoolIoctlPort)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 void BM_HostdPollSysfsOnly(benchmark::State& state) {
   FsRoot sysfs(Host().dir / "sys");

@@ -47,12 +47,9 @@ HostSnapshot HostPoller::Poll() {
     AddRoceSettings(roce_[key], &nic);
     if (nic.netdev.empty()) continue;
     if (sources_.ethtool != nullptr) {
-      auto stats = sources_.ethtool->Read(nic.netdev);
-      if (stats.ok()) {
-        MapEthtoolStats(*stats, &nic);
-      } else {
+      if (auto status = sources_.ethtool->ReadInto(nic.netdev, &nic); !status.ok()) {
         ++ethtool_health.source_errors;
-        LOG_DEBUG(kHostPollerLog, stats.status().message());
+        LOG_DEBUG(kHostPollerLog, status.message());
       }
     }
     if (sources_.links != nullptr) {
@@ -78,21 +75,21 @@ HostSnapshot HostPoller::PollPfc() {
   if (sources_.ethtool == nullptr || ports_.empty()) return snapshot;
   snapshot.previous_us = std::exchange(last_read_us_, snapshot.timestamp_us);
   sources_.ethtool->BeginPoll(snapshot.timestamp_us);
+  snapshot.nics.reserve(ports_.size());
   for (const Port& port : ports_) {
     if (port.netdev.empty()) continue;
-    auto stats = sources_.ethtool->Read(port.netdev);
-    if (!stats.ok()) {
+    NicReading nic;
+    if (auto status = sources_.ethtool->ReadInto(port.netdev, &nic); !status.ok()) {
       // The full poll counts the failure; the fast path only skips the port.
-      LOG_DEBUG(kHostPollerLog, stats.status().message());
+      LOG_DEBUG(kHostPollerLog, status.message());
       continue;
     }
-    NicReading& nic = snapshot.nics.emplace_back();
     nic.device = port.device;
     nic.port = port.port;
     nic.netdev = port.netdev;
-    MapEthtoolStats(*stats, &nic);
     nic.counters.EraseIf([](std::string_view name) { return !IsFastPathCounter(name); });
     nic.per_prio.EraseIf([](std::string_view name) { return !IsFastPathCounter(name); });
+    snapshot.nics.push_back(std::move(nic));
   }
   return snapshot;
 }

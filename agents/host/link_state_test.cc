@@ -4,10 +4,17 @@
 #include "agents/host/link_state.h"
 
 #include <gtest/gtest.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
 #include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "agents/host/ethtool_stats.h"
 #include "tests/support/test_support.h"
@@ -69,6 +76,52 @@ TEST_F(VethNamespace, EthtoolIoctlReadsVethStatistics) {
                          [](const auto& s) { return s.first == "peer_ifindex"; });
   ASSERT_NE(it, stats->end());
   EXPECT_GT(it->second, 0u);
+}
+
+// The ioctl source keeps where the vocabulary's statistics sit and reads the
+// names again when the set's size changes: veth's set has statistics per
+// queue, so changing its channels changes it.
+TEST_F(VethNamespace, EthtoolNamesAreReadAgainWhenTheSetChanges) {
+  ASSERT_EQ(Ip({"link", "add", "rf2", "numtxqueues", "4", "numrxqueues", "4", "type", "veth", "peer", "name",
+                "rf3", "numtxqueues", "4", "numrxqueues", "4"}),
+            0);
+  IoctlEthtoolSource source;
+  auto size = [&] {
+    auto stats = source.Read("rf2");
+    EXPECT_TRUE(stats.ok()) << stats.status();
+    return stats.ok() ? stats->size() : 0;
+  };
+  const size_t before = size();
+  const uint64_t reads_before = source.name_reads();
+  NicReading nic;
+  for (int64_t now : {1'000'000, 1'100'000, 1'200'000}) {
+    source.BeginPoll(now);
+    ASSERT_TRUE(source.ReadInto("rf2", &nic).ok());
+  }
+  EXPECT_EQ(source.name_reads(), reads_before + 1) << "one read of the names for three polls";
+
+  // ETHTOOL_SCHANNELS: a different number of receive queues.
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  ethtool_channels channels{};
+  channels.cmd = ETHTOOL_GCHANNELS;
+  ifreq ifr{};
+  std::strcpy(ifr.ifr_name, "rf2");
+  ifr.ifr_data = reinterpret_cast<char*>(&channels);
+  const int got = ioctl(fd, SIOCETHTOOL, &ifr);
+  channels.cmd = ETHTOOL_SCHANNELS;
+  channels.rx_count = channels.rx_count == channels.max_rx ? 1 : channels.max_rx;
+  const int set = got == 0 && channels.max_rx > 1 ? ioctl(fd, SIOCETHTOOL, &ifr) : -1;
+  const int err = errno;
+  close(fd);
+  if (set != 0)
+    GTEST_SKIP() << "this kernel's veth cannot change its channels (" << std::strerror(err)
+                 << "): the re-read on a changed set is checked only against the ioctl's format";
+  ASSERT_NE(size(), before) << "veth's set has statistics per receive queue";
+  const uint64_t reads_after_change = source.name_reads();
+  source.BeginPoll(1'300'000);
+  ASSERT_TRUE(source.ReadInto("rf2", &nic).ok());
+  EXPECT_EQ(source.name_reads(), reads_after_change + 1) << "the changed set's names are read again";
 }
 
 }  // namespace
