@@ -1,6 +1,9 @@
 // Fuzzes the `ethtool -S` text parser and the mapping of its statistics onto
 // the counter vocabulary (agents/host/ethtool_stats.h). The text comes from
 // files written by the lab and fixtures, and its format from the driver.
+// The same statistics, served by a driver through the ioctl's structures,
+// must map alike through IoctlEthtoolSource::ReadInto, which keeps their
+// positions, as through a read of names and values.
 
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +13,7 @@
 #include "agents/host/ethtool_stats.h"
 #include "agents/host/rdma_sysfs.h"
 #include "common/counters.h"
+#include "tests/support/fake_ethtool_driver.h"
 
 namespace {
 
@@ -71,5 +75,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nic.netdev = "eth2";
   MapEthtoolStats(stats, &nic);
   CheckMapped(nic);
+
+  rocefab::testing::FakeEthtoolDriver driver;
+  for (const auto& [name, value] : stats) driver.Add(name.substr(0, ETH_GSTRING_LEN - 1), value);
+  rocefab::hostd::IoctlEthtoolSource source(std::ref(driver));
+  NicReading read, kept;
+  source.BeginPoll(1'000'000);
+  if (!source.ReadInto("eth2", &kept).ok()) __builtin_trap();
+  source.BeginPoll(1'100'000);  // the second poll uses the kept positions
+  kept = NicReading{};
+  if (!source.ReadInto("eth2", &kept).ok()) __builtin_trap();
+  auto all = source.Read("eth2");
+  if (!all.ok()) __builtin_trap();
+  MapEthtoolStats(*all, &read);
+  CheckMapped(kept);
+  if (kept.counters.size() != read.counters.size() || kept.per_prio.size() != read.per_prio.size())
+    __builtin_trap();
+  for (const auto& [name, value] : read.counters)
+    if (kept.counters.at(name) != value) __builtin_trap();
+  for (const auto& [name, by_prio] : read.per_prio)
+    for (const auto& [prio, value] : by_prio)
+      if (kept.per_prio.at(name).at(prio) != value) __builtin_trap();
   return 0;
 }
