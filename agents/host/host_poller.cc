@@ -12,7 +12,7 @@ constexpr char kHostPollerLog[] = "poller";
 }
 
 HostPoller::HostPoller(std::string host, Sources sources, const Clock& clock)
-    : host_(std::move(host)), sources_(sources), clock_(clock), sysfs_(*sources.sysfs) {}
+    : host_(std::move(host)), sources_(sources), clock_(clock), sysfs_(*sources.sysfs, sources.hw_counters) {}
 
 HostSnapshot HostPoller::Poll() {
   HostSnapshot snapshot;

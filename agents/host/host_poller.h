@@ -39,6 +39,7 @@ class HostPoller final {
     EthtoolSource* ethtool = nullptr;    // optional
     LinkStateSource* links = nullptr;    // optional
     DcbSource* dcb = nullptr;            // optional: PFC and the DSCP map over dcbnl
+    HwCounterSource* hw_counters = nullptr;  // optional: hw_counters over RDMA netlink
   };
 
   HostPoller(std::string host, Sources sources, const Clock& clock);

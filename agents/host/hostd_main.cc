@@ -10,12 +10,14 @@
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "agents/host/ethtool_stats.h"
 #include "agents/host/host_agent.h"
 #include "agents/host/host_poller.h"
 #include "agents/host/link_state.h"
+#include "agents/host/rdma_netlink.h"
 #include "common/agent_loop.h"
 #include "common/agent_metrics.h"
 #include "common/build_info.h"
@@ -87,7 +89,8 @@ int RocefabHostdMain(int argc, char** argv) {
   app.add_option("--ethtool-dir", ethtool_dir,
                  "read DIR/<netdev>/statistics (`ethtool -S` text) instead of the SIOCETHTOOL ioctl");
   app.add_option("--host-name", host_name, "host name to report (default: the system hostname)");
-  app.add_flag("--no-netlink", no_netlink, "do not read link state through netlink");
+  app.add_flag("--no-netlink", no_netlink,
+               "do not use netlink: link state, DCB and RDMA counters come from sysfs and ethtool only");
   app.add_option("--spool-dir", spool_dir,
                  "keep unacked batches in files here too, so an agent restart loses none "
                  "(e.g. /var/lib/rocefab/hostd-spool)");
@@ -158,7 +161,19 @@ int RocefabHostdMain(int argc, char** argv) {
   if (config.netlink()) links = std::make_unique<hostd::NetlinkLinkSource>();
   std::unique_ptr<hostd::NetlinkDcbSource> dcb;
   if (config.netlink()) dcb = std::make_unique<hostd::NetlinkDcbSource>();
-  hostd::HostPoller poller(config.host_name(), {&sysfs, ethtool.get(), links.get(), dcb.get()}, clock);
+  // RDMA netlink reads the running kernel's devices: only when sysfs is
+  // that kernel's too, not a tree given with --sysfs-root (the lab's).
+  std::unique_ptr<hostd::RdmaNetlinkSource> rdma_netlink;
+  std::error_code canonical_error;
+  if (config.netlink() && std::filesystem::weakly_canonical(config.sysfs_root(), canonical_error) == "/sys") {
+    rdma_netlink = std::make_unique<hostd::RdmaNetlinkSource>();
+    if (!rdma_netlink->available()) {
+      LOG_INFO("hostd", rdma_netlink->unavailable_reason(), ": hw_counters are read from sysfs");
+      rdma_netlink.reset();
+    }
+  }
+  hostd::HostPoller poller(config.host_name(), {&sysfs, ethtool.get(), links.get(), dcb.get(), rdma_netlink.get()},
+                           clock);
 
   if (once) {
     hostd::HostSnapshot snapshot = poller.Poll();

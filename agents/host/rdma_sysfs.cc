@@ -56,6 +56,7 @@ bool ParseStateNumber(std::string_view text, int* number) {
 
 std::vector<NicReading> RdmaSysfsReader::ReadAll(ReadHealth* health, int64_t now_us) {
   files_.BeginPoll(now_us);
+  now_us_ = now_us;
   std::vector<NicReading> nics;
   auto devices = files_.ListDir(kInfiniband);
   if (!devices.ok()) {
@@ -95,6 +96,27 @@ std::vector<NicReading> RdmaSysfsReader::ReadAll(ReadHealth* health, int64_t now
   return nics;
 }
 
+bool RdmaSysfsReader::ReadNetlink(const NicReading& nic) {
+  netlink_values_.clear();
+  if (netlink_ == nullptr || !netlink_->available()) return false;
+  if (auto off = netlink_off_until_us_.find(nic.device); off != netlink_off_until_us_.end()) {
+    if (now_us_ != 0 && now_us_ < off->second) return false;
+    netlink_off_until_us_.erase(off);
+  }
+  auto reply = netlink_->HwCounters(nic.device, nic.port);
+  if (!reply.ok()) {
+    ++netlink_failures_;
+    netlink_off_until_us_[nic.device] = now_us_ + kNetlinkRetryUs;
+    LOG_WARN(kRdmaSysfsLog, nic.device, " port ", nic.port, ": ", reply.status().message(),
+             "; reading its hw_counters from sysfs for 30 s");
+    return false;
+  }
+  netlink_reply_ = std::move(*reply);
+  for (const auto& [name, value] : netlink_reply_) netlink_values_[name] = value;
+  ++netlink_ports_;
+  return true;
+}
+
 void RdmaSysfsReader::ReadPort(const std::string& port_dir, NicReading* nic,
                                ReadHealth* health) {
   // Reads one counter file. N/A and garbage are counted here; a missing
@@ -121,6 +143,7 @@ void RdmaSysfsReader::ReadPort(const std::string& port_dir, NicReading* nic,
   const std::string counters_dir = StrCat(port_dir, "/counters");
   const std::string counters_ext_dir = StrCat(port_dir, "/counters_ext");
   const std::string hw_counters_dir = StrCat(port_dir, "/hw_counters");
+  const bool from_netlink = ReadNetlink(*nic);
   for (const CounterDef& def : CountersOfScope(v1::SCOPE_NIC)) {
     uint64_t value = 0;
     Read result;
@@ -134,7 +157,13 @@ void RdmaSysfsReader::ReadPort(const std::string& port_dir, NicReading* nic,
         else if (ext == Read::kCounted) result = Read::kCounted;
       }
     } else if (def.source == CounterSource::kSysfsHwCounters) {
-      result = read_value(hw_counters_dir, def.source_name, &value);
+      auto it = from_netlink ? netlink_values_.find(def.source_name) : netlink_values_.end();
+      if (it != netlink_values_.end()) {
+        value = it->second;
+        result = Read::kOk;
+      } else {
+        result = read_value(hw_counters_dir, def.source_name, &value);
+      }
     } else {
       continue;
     }

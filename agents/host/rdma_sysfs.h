@@ -15,9 +15,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agents/host/rdma_netlink.h"
 #include "common/counter_values.h"
 #include "common/file_cache.h"
 #include "common/fs_root.h"
@@ -60,7 +62,12 @@ bool ParseStateNumber(std::string_view text, int* number);
 
 class RdmaSysfsReader final {
  public:
-  explicit RdmaSysfsReader(const FsRoot& sysfs_root) : files_(sysfs_root) {}
+  // With `netlink` (available, and reading the same kernel as `sysfs_root`),
+  // each port's hw_counters come from one RDMA netlink reply
+  // (agents/host/rdma_netlink.h), and from their files only where netlink
+  // fails; a device whose request fails is read from sysfs for the next 30 s.
+  explicit RdmaSysfsReader(const FsRoot& sysfs_root, HwCounterSource* netlink = nullptr)
+      : files_(sysfs_root), netlink_(netlink) {}
 
   // One NicReading per (device, port). An absent class/infiniband is not an
   // error (a host without RDMA devices): it yields no readings. `now_us`
@@ -68,10 +75,23 @@ class RdmaSysfsReader final {
   std::vector<NicReading> ReadAll(ReadHealth* health, int64_t now_us = 0);
 
   const FileCache& files() const { return files_; }
+  // Ports whose hw_counters came from RDMA netlink, and requests that failed.
+  uint64_t netlink_ports() const { return netlink_ports_; }
+  uint64_t netlink_failures() const { return netlink_failures_; }
 
  private:
+  static constexpr int64_t kNetlinkRetryUs = 30'000'000;
   void ReadPort(const std::string& port_dir, NicReading* nic, ReadHealth* health);
+  // The port's hw_counters by name into netlink_values_; false to read sysfs.
+  bool ReadNetlink(const NicReading& nic);
   FileCache files_;
+  HwCounterSource* netlink_;
+  int64_t now_us_ = 0;
+  std::unordered_map<std::string, int64_t> netlink_off_until_us_;  // by device
+  RdmaCounters netlink_reply_;
+  std::unordered_map<std::string_view, uint64_t> netlink_values_;  // views netlink_reply_
+  uint64_t netlink_ports_ = 0;
+  uint64_t netlink_failures_ = 0;
 };
 
 // Each RDMA device's firmware version, from class/infiniband/<dev>/fw_ver
