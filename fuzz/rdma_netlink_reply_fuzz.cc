@@ -6,17 +6,15 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "agents/host/rdma_netlink.h"
+#include "fuzz/netlink_message.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size < sizeof(nlmsghdr) || size > 65536) return 0;
-  std::vector<uint64_t> aligned((size + 7) / 8);
-  std::memcpy(aligned.data(), data, size);
-  auto* header = reinterpret_cast<nlmsghdr*>(aligned.data());
-  if (header->nlmsg_len > size || header->nlmsg_len < sizeof(nlmsghdr)) header->nlmsg_len = static_cast<uint32_t>(size);
+  std::vector<uint64_t> storage;
+  nlmsghdr* header = rocefab::fuzz::NetlinkMessage(data, size, &storage);
+  if (header == nullptr) return 0;
   auto stats = rocefab::hostd::ParseRdmaStatReply(header);
   if (stats.ok()) {
     for (const auto& [name, value] : stats->counters) {
