@@ -180,12 +180,15 @@ void RdmaSysfsReader::ReadPort(const std::string& port_dir, NicReading* nic,
   }
   // IB port state 4 is ACTIVE; phys_state 5 is LinkUp. The link is up when
   // the physical layer is up, even while the logical state is still INIT.
+  // `state` is read only where phys_state does not answer.
   int phys = 0, state = 0;
   auto phys_text = files_.ReadFileIn(port_dir, "phys_state");
-  auto state_text = files_.ReadFileIn(port_dir, "state");
   if (phys_text.ok() && ParseStateNumber(*phys_text, &phys)) {
     nic->link_up = phys == 5;
-  } else if (state_text.ok() && ParseStateNumber(*state_text, &state)) {
+    return;
+  }
+  auto state_text = files_.ReadFileIn(port_dir, "state");
+  if (state_text.ok() && ParseStateNumber(*state_text, &state)) {
     nic->link_up = state == 4;
   } else if (phys_text.ok() || state_text.ok()) {
     ++health->parse_errors;

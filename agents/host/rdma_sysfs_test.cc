@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <optional>
+
 #include "tests/support/test_support.h"
 
 namespace rocefab::hostd {
@@ -117,6 +120,42 @@ TEST(RdmaSysfsReader, SurvivesGarbageEverywhere) {
   // port_rcv_data, out_of_sequence, rate, state, "x" + mlx5_1's garbage.
   EXPECT_EQ(health.parse_errors, 6u);
   EXPECT_EQ(health.source_errors, 1u);  // mlx5_9 has no ports/
+}
+
+// phys_state decides; state is read only where phys_state does not answer.
+TEST(RdmaSysfsReader, LinkStateFromPhysStateElseState) {
+  struct Case {
+    const char* phys;   // nullptr: no file
+    const char* state;  // nullptr: no file
+    std::optional<bool> up;
+    uint64_t parse_errors, skipped;
+  };
+  const Case cases[] = {
+      {"5: LinkUp\n", "1: DOWN\n", true, 0, 0},       // the physical layer is up while the logical is not
+      {"3: Disabled\n", "4: ACTIVE\n", false, 0, 0},  // phys_state answered: state is not asked
+      {nullptr, "4: ACTIVE\n", true, 0, 0},
+      {"LinkUp\n", "1: DOWN\n", false, 0, 0},         // phys_state garbage: state decides
+      {"LinkUp\n", nullptr, std::nullopt, 1, 0},
+      {nullptr, nullptr, std::nullopt, 0, 1},
+  };
+  for (const Case& c : cases) {
+    testing::TempDir dir;
+    testing::CopyTree(kSysfsHost + "/sys", dir / "sys");
+    std::filesystem::remove_all(dir / "sys/class/infiniband/mlx5_1");
+    const std::string port = dir / "sys/class/infiniband/mlx5_0/ports/1";
+    std::filesystem::remove(port + "/phys_state");
+    std::filesystem::remove(port + "/state");
+    if (c.phys) testing::WriteFile(port + "/phys_state", c.phys);
+    if (c.state) testing::WriteFile(port + "/state", c.state);
+    FsRoot sysfs(dir / "sys");
+    ReadHealth health;
+    auto nics = RdmaSysfsReader(sysfs).ReadAll(&health);
+    ASSERT_EQ(nics.size(), 1u);
+    const std::string what = std::string(c.phys ? c.phys : "(none)") + " / " + (c.state ? c.state : "(none)");
+    EXPECT_EQ(nics[0].link_up, c.up) << what;
+    EXPECT_EQ(health.parse_errors, c.parse_errors) << what;
+    EXPECT_EQ(health.skipped_values, c.skipped) << what;
+  }
 }
 
 }  // namespace
