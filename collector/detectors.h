@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "collector/component_log.h"
 #include "collector/diagnosis.h"
+#include "common/strings.h"
 #include "common/topology.h"
 #include "rocefab/v1/config.pb.h"
 #include "rocefab/v1/control.pb.h"
@@ -270,11 +271,7 @@ class Detectors final {
   bool urgent_ = false;
   // Keys Find was asked for, interned (observer thread only, as all
   // detection is).
-  struct KeyHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view key) const { return std::hash<std::string_view>()(key); }
-  };
-  mutable std::unordered_map<std::string, size_t, KeyHash, std::equal_to<>> key_ids_;
+  mutable StringMap<size_t> key_ids_;
   mutable std::map<std::string, std::vector<std::string>, std::less<>> lossless_keys_;
   std::unordered_map<std::string, EntityState> entities_;  // scope char + entity
   // Switch -> time of its latest reading with a deep lossless egress queue.

@@ -11,6 +11,7 @@
 // The interface is the std::map subset the agents use: operator[], at(),
 // count(), size(), and iteration over (name, value) pairs.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -52,16 +53,12 @@ class IndexedValues {
 
  private:
   using Values = absl::InlinedVector<Entry, 8>;
-  Values::iterator LowerBound(uint32_t index) {
-    auto it = values_.begin();
-    while (it != values_.end() && it->first < index) ++it;
-    return it;
+  template <class It>
+  static It LowerBound(It begin, It end, uint32_t index) {
+    return std::lower_bound(begin, end, index, [](const Entry& e, uint32_t i) { return e.first < i; });
   }
-  Values::const_iterator LowerBound(uint32_t index) const {
-    auto it = values_.begin();
-    while (it != values_.end() && it->first < index) ++it;
-    return it;
-  }
+  Values::iterator LowerBound(uint32_t index) { return LowerBound(values_.begin(), values_.end(), index); }
+  Values::const_iterator LowerBound(uint32_t index) const { return LowerBound(values_.begin(), values_.end(), index); }
   Values values_;
 };
 

@@ -35,6 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/fs_root.h"
+#include "common/strings.h"
 
 namespace rocefab {
 
@@ -63,11 +64,6 @@ class FileCache final {
   size_t watched_dirs() const { return by_watch_.size(); }
 
  private:
-  // Lookups by std::string_view, without building a key per read.
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-  };
   struct File {
     int fd = -1;
     int open_errno = 0;  // remembered while the directory is unchanged
@@ -81,7 +77,7 @@ class FileCache final {
     bool settled = false;      // the mtime was older than a timestamp tick when seen
     ino_t ino = 0;
     dev_t dev = 0;
-    std::unordered_map<std::string, File, Hash, std::equal_to<>> files;
+    StringMap<File> files;  // looked up by std::string_view
     std::optional<std::vector<std::string>> listing;
   };
   // `relative` without leading or trailing '/'.
@@ -98,7 +94,7 @@ class FileCache final {
   uint64_t poll_ = 1;
   size_t open_files_ = 0;
   uint64_t changed_dirs_ = 0;
-  std::unordered_map<std::string, Dir, Hash, std::equal_to<>> dirs_;  // by relative path
+  StringMap<Dir> dirs_;  // by relative path
   std::unordered_map<int, std::vector<Dir*>> by_watch_;  // two paths may be one directory
 };
 

@@ -5,13 +5,25 @@
 
 #include <charconv>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 
 #include "absl/strings/string_view.h"
 
 namespace rocefab {
+
+// A map keyed by std::string that is looked up by std::string_view (or a C
+// string) without building a key string per lookup.
+struct StringViewHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>()(s); }
+};
+template <class V>
+using StringMap = std::unordered_map<std::string, V, StringViewHash, std::equal_to<>>;
+
 namespace strings_internal {
 
 inline void AppendOne(std::string& out, std::string_view v) { out.append(v); }

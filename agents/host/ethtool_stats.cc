@@ -33,11 +33,7 @@ struct EthtoolTarget {
 };
 
 // Looked up by std::string_view: no key string built per statistic.
-struct NameHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-};
-using EthtoolIndexMap = std::unordered_map<std::string, EthtoolTarget, NameHash, std::equal_to<>>;
+using EthtoolIndexMap = StringMap<EthtoolTarget>;
 
 // Statistic name -> vocabulary entry, built once from common/counters.
 const EthtoolIndexMap& EthtoolIndex() {
