@@ -11,10 +11,13 @@
 //   BM_NodeExporterScrape   GET /metrics of prometheus-node-exporter with only
 //                           --collector.infiniband, --path.sysfs on the same tree:
 //                           /0 back to back, /100 every 100 ms (the daemon's cadence)
+//   BM_NodeExporterByPrometheus  the peer as users run it: a real Prometheus
+//                           scraping node_exporter every 100 ms (/0 plain HTTP,
+//                           /1 mutual TLS, as the daemon speaks)
 //
-// The peer runs when ROCEFAB_BENCH_NODE_EXPORTER names its binary
-// (scripts/bench.sh does that); otherwise BM_NodeExporterScrape is skipped
-// with a message.
+// The peer runs when ROCEFAB_BENCH_NODE_EXPORTER (and, for the scrapes by
+// Prometheus, ROCEFAB_BENCH_PROMETHEUS) names its binary (scripts/bench.sh
+// does that); otherwise those benchmarks are skipped with a message.
 #include <benchmark/benchmark.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -25,6 +28,8 @@
 #include <filesystem>
 #include <sstream>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "agents/host/ethtool_stats.h"
 #include "agents/host/host_poller.h"
@@ -317,6 +322,85 @@ void BM_NodeExporterScrape(benchmark::State& state) {
 BENCHMARK(BM_NodeExporterScrape)->Arg(0)->Unit(benchmark::kMicrosecond)->UseRealTime();
 // 100 scrapes, as BM_HostdDaemon measures 100 polls.
 BENCHMARK(BM_NodeExporterScrape)->Arg(100)->Iterations(100)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The peer as its users run it: a real Prometheus (Debian's) scraping
+// node_exporter every 100 ms, the daemon's cadence. Prometheus keeps the
+// connection alive and asks for gzip, as it does in production; with
+// state.range(0) == 1 the two also speak mutual TLS (node_exporter's
+// --web.config.file), as the daemon does. The peer's CPU per scrape is
+// counted between two readings of node_exporter's own request counter as
+// Prometheus stored it, so the bench never scrapes the peer itself.
+void BM_NodeExporterByPrometheus(benchmark::State& state) {
+  const char* binary = std::getenv("ROCEFAB_BENCH_NODE_EXPORTER");
+  const char* prometheus = std::getenv("ROCEFAB_BENCH_PROMETHEUS");
+  if (binary == nullptr || access(binary, X_OK) != 0 || prometheus == nullptr || access(prometheus, X_OK) != 0) {
+    state.SkipWithError(
+        "peer not run: set ROCEFAB_BENCH_NODE_EXPORTER and ROCEFAB_BENCH_PROMETHEUS (make bench does)");
+    return;
+  }
+  const bool mtls = state.range(0) == 1;
+  const std::string dir = Host().dir / (mtls ? "prometheus-mtls" : "prometheus");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  testing::DevCa ca({"node-exporter", "prometheus"});
+  std::vector<std::string> peer_argv = {binary, "--path.sysfs=" + Host().dir / "sys", "--collector.disable-defaults",
+                                        "--collector.infiniband"};
+  const std::string address = "127.0.0.1:" + std::to_string(FreePort());
+  peer_argv.push_back("--web.listen-address=" + address);
+  std::string scrape_tls;
+  if (mtls) {
+    testing::WriteFile(dir + "/web.yml", "tls_server_config:\n  cert_file: " + ca.cert("node-exporter") +
+                                             "\n  key_file: " + ca.key("node-exporter") +
+                                             "\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: " +
+                                             ca.ca() + "\n");
+    peer_argv.push_back("--web.config.file=" + dir + "/web.yml");
+    scrape_tls = "    scheme: https\n    tls_config:\n      ca_file: " + ca.ca() + "\n      cert_file: " +
+                 ca.cert("prometheus") + "\n      key_file: " + ca.key("prometheus") +
+                 "\n      server_name: node-exporter\n";
+  }
+  testing::Subprocess peer({peer_argv, {}, "", dir + "/node_exporter.log"});
+  testing::WriteFile(dir + "/prometheus.yml",
+                     "global:\n  scrape_interval: 100ms\n  scrape_timeout: 100ms\nscrape_configs:\n"
+                     "  - job_name: node\n" + scrape_tls + "    static_configs:\n      - targets: ['" + address +
+                         "']\n");
+  const std::string api = "127.0.0.1:" + std::to_string(FreePort());
+  testing::Subprocess server({{prometheus, "--config.file=" + dir + "/prometheus.yml",
+                               "--storage.tsdb.path=" + dir + "/data", "--web.listen-address=" + api},
+                              {},
+                              "",
+                              dir + "/prometheus.log"});
+  // Requests node_exporter served, as of Prometheus's latest scrape; -1
+  // before the first.
+  auto served = [&]() -> double {
+    auto body = testing::HttpGet(api, "/api/v1/query?query=promhttp_metric_handler_requests_total%7Bcode%3D%22200%22%7D");
+    if (!body) return -1;
+    const auto json = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+    if (json.is_discarded() || !json.contains("data")) return -1;
+    const auto& result = json["data"]["result"];
+    if (!result.is_array() || result.empty()) return -1;
+    return std::stod(result[0]["value"][1].get<std::string>());
+  };
+  // Past start-up: Prometheus starts scraping within a few seconds.
+  if (!testing::WaitFor([&] { return served() >= 10; }, std::chrono::seconds(60))) {
+    state.SkipWithError("Prometheus did not scrape node_exporter (see its logs in the bench's directory)");
+    return;
+  }
+  constexpr int kScrapes = 100;
+  double cpu_us = 0, scrapes = 0;
+  for (auto _ : state) {
+    const double first = served();
+    const int64_t cpu_before = ProcessCpuUs(peer.pid());
+    if (!testing::WaitFor([&] { return served() >= first + kScrapes; }, std::chrono::seconds(60))) {
+      state.SkipWithError("Prometheus stopped scraping node_exporter");
+      return;
+    }
+    cpu_us += static_cast<double>(ProcessCpuUs(peer.pid()) - cpu_before);
+    scrapes += served() - first;
+  }
+  state.counters["peer_cpu_us_per_scrape"] = cpu_us / scrapes;
+  state.counters["scrapes"] = scrapes;
+}
+BENCHMARK(BM_NodeExporterByPrometheus)->Arg(0)->Arg(1)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

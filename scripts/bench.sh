@@ -15,6 +15,7 @@ if ! command -v glpsol >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends glpk-utils >/dev/null
 fi
 export ROCEFAB_BENCH_NODE_EXPORTER=$(command -v prometheus-node-exporter || true)
+export ROCEFAB_BENCH_PROMETHEUS=$(command -v prometheus || true)
 "$build/bin/hostd_poll_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true "${@:2}"
 "$build/bin/lab_tick_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 "$build/bin/diagnose_bench"
