@@ -31,6 +31,11 @@ class FsRoot final {
   std::string root_;
 };
 
+// True when `path` is a procfs mount, whose files describe the running
+// kernel (a host boot id read there cannot change under the reader), as
+// opposed to a tree of files standing for one.
+bool IsProcfsMount(const std::string& path);
+
 // The status of a failed file operation on `path`: NotFound ("path:
 // missing") for ENOENT and ENOTDIR, Unavailable with strerror otherwise.
 absl::Status PathError(std::string_view path, int err);

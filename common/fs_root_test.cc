@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "tests/support/test_support.h"
 
 namespace rocefab {
@@ -12,6 +14,15 @@ TEST(FsRoot, ResolvesUnderRoot) {
   EXPECT_EQ(FsRoot("/fixture/sys").Resolve("/class/net"), "/fixture/sys/class/net");
   EXPECT_EQ(FsRoot("/").Resolve("class/net"), "/class/net");
   EXPECT_EQ(FsRoot("").Resolve("proc/1"), "/proc/1");
+}
+
+TEST(FsRoot, TellsProcfsFromATreeStandingForIt) {
+  testing::TempDir dir;
+  testing::WriteFile(dir / "sys/kernel/random/boot_id", "00000000-0000-4000-8000-000000000001\n");
+  EXPECT_FALSE(IsProcfsMount(dir.path()));
+  EXPECT_FALSE(IsProcfsMount(dir / "missing"));
+  if (!std::filesystem::exists("/proc/self")) GTEST_SKIP() << "procfs is not mounted at /proc here";
+  EXPECT_TRUE(IsProcfsMount("/proc"));
 }
 
 TEST(FsRoot, ReadsAndListsFiles) {

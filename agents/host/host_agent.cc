@@ -13,15 +13,18 @@ HostAgent::HostAgent(HostPoller& poller, TelemetryShipper& shipper, const FsRoot
       shipper_(shipper),
       clock_(clock),
       proc_files_(proc_root, 30'000'000, /*watch=*/false),
+      live_proc_(IsProcfsMount(proc_root.root())),
       inspector_(inspector) {}
 
 void HostAgent::PollOnce() {
-  proc_files_.BeginPoll(clock_.NowUs());
-  const std::string boot_id = ReadHostBootId(proc_files_);
-  if (!boot_id.empty() && boot_id != builder_.host_boot_id()) {
-    if (!builder_.host_boot_id().empty())
-      LOG_WARN(kHostAgentLog, "host boot id changed: treating every counter as reset");
-    builder_.SetHostBootId(boot_id);
+  if (!live_proc_ || builder_.host_boot_id().empty()) {
+    proc_files_.BeginPoll(clock_.NowUs());
+    const std::string boot_id = ReadHostBootId(proc_files_);
+    if (!boot_id.empty() && boot_id != builder_.host_boot_id()) {
+      if (!builder_.host_boot_id().empty())
+        LOG_WARN(kHostAgentLog, "host boot id changed: treating every counter as reset");
+      builder_.SetHostBootId(boot_id);
+    }
   }
   HostSnapshot snapshot = poller_.Poll();
   std::shared_ptr<v1::TelemetryBatch> batch = builder_.NewArenaBatch(clock_.NowUs());

@@ -43,6 +43,11 @@ class HostAgent final {
   TelemetryShipper& shipper_;
   const Clock& clock_;
   FileCache proc_files_;  // the boot id, kept open (stat-checked: one inotify instance per agent)
+  // The proc root is a procfs mount: its boot id is the running kernel's,
+  // which cannot change under this process, so it is read once. Any other
+  // root (the lab's host trees) is read every poll, where a reboot is a new
+  // boot id under a running agent.
+  const bool live_proc_;
   BatchBuilder builder_;
   InspectorTailer* inspector_;
   TailStats tail_stats_;
