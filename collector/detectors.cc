@@ -1225,36 +1225,53 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
         hits->push_back(std::move(h));
       }
 
-      // A straggler: the same rank has had the shortest kernel, clearly apart
-      // from the rest, in more consecutive collectives than chance allows.
-      if (st.ranks < 3 || st.streak_ranks != st.ranks || st.streak < StreakNeeded(st.ranks)) continue;
-      std::string entity = StrCat(st.fast_host, "/rank", st.fast_rank);
-      if (reg != nullptr)
-        for (const auto& placement : reg->ranks())
-          if (placement.rank() == st.fast_rank) entity = StrCat(placement.host(), "/gpu", placement.gpu());
-      const double chance = std::pow(static_cast<double>(st.ranks), 1.0 - st.streak);
-      Hit h{"straggler", entity, v1::SEVERITY_WARNING, std::max(0.0, 1 - st.fast_exec / st.fast_median),
-            st.streak_since_us};
-      h.job = id;
-      v1::Evidence ev;
-      ev.set_entity(entity);
-      ev.set_counter("coll_exec_time_us");
-      ev.set_peak_rate(st.fast_exec);
-      ev.set_total(st.fast_median);
-      char note[220];
-      std::snprintf(note, sizeof note,
-                    "rank %u; shortest kernel, apart from the other %u, in the last %d collectives in a row "
-                    "(chance on a healthy job %.1e); median kernel time %s us",
-                    st.fast_rank, st.ranks - 1, st.streak, chance, Num(st.fast_median).c_str());
-      ev.set_note(note);
-      h.evidence.push_back(ev);
-      char buf[220];
-      std::snprintf(buf, sizeof buf,
-                    "rank %u (%s) of job %s is late: the other ranks wait for it inside their kernels "
-                    "(its kernel time %.0f us vs median %.0f us)",
-                    st.fast_rank, entity.c_str(), id.c_str(), st.fast_exec, st.fast_median);
-      h.summary = buf;
-      hits->push_back(std::move(h));
+      // Stragglers: the same ranks have had the shortest kernels, clearly
+      // apart from the rest, in more consecutive collectives than chance
+      // allows. One late rank leads the set of one; two about as late trade
+      // that place by noise, and hold the set of two.
+      if (st.ranks < 3) continue;
+      std::set<uint32_t> named;
+      for (size_t m = 1; m <= kStragglerSets; ++m) {
+        const FastSet& fs = st.fast_sets[m - 1];
+        if (fs.ranks.size() != m || fs.streak_ranks != st.ranks || fs.streak < StreakNeeded(st.ranks, m)) continue;
+        const double chance = std::pow(Choose(st.ranks, m), 1.0 - fs.streak);
+        for (size_t i = 0; i < m; ++i) {
+          const uint32_t rank = fs.ranks[i];
+          if (!named.insert(rank).second) continue;
+          std::string entity = StrCat(fs.hosts[i], "/rank", rank);
+          if (reg != nullptr)
+            for (const auto& placement : reg->ranks())
+              if (placement.rank() == rank) entity = StrCat(placement.host(), "/gpu", placement.gpu());
+          Hit h{"straggler", entity, v1::SEVERITY_WARNING, std::max(0.0, 1 - fs.exec[i] / fs.median), fs.since_us};
+          h.job = id;
+          v1::Evidence ev;
+          ev.set_entity(entity);
+          ev.set_counter("coll_exec_time_us");
+          ev.set_peak_rate(fs.exec[i]);
+          ev.set_total(fs.median);
+          char note[300];
+          if (m == 1)
+            std::snprintf(note, sizeof note,
+                          "rank %u; shortest kernel, apart from the other %u, in the last %d collectives in a row "
+                          "(chance on a healthy job %.1e); median kernel time %s us",
+                          rank, st.ranks - 1, fs.streak, chance, Num(fs.median).c_str());
+          else
+            std::snprintf(note, sizeof note,
+                          "rank %u; the %zu shortest kernels were ranks %s, apart from the other %zu, in the last %d "
+                          "collectives in a row (chance on a healthy job %.1e); median kernel time %s us",
+                          rank, m, absl::StrJoin(fs.ranks, " and ").c_str(), st.ranks - m, fs.streak, chance,
+                          Num(fs.median).c_str());
+          ev.set_note(note);
+          h.evidence.push_back(ev);
+          char buf[220];
+          std::snprintf(buf, sizeof buf,
+                        "rank %u (%s) of job %s is late: the other ranks wait for it inside their kernels "
+                        "(its kernel time %.0f us vs median %.0f us)",
+                        rank, entity.c_str(), id.c_str(), fs.exec[i], fs.median);
+          h.summary = buf;
+          hits->push_back(std::move(h));
+        }
+      }
     }
   }
 }
@@ -1482,42 +1499,57 @@ void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std:
   }
 }
 
-int Detectors::StreakNeeded(uint32_t ranks) const {
-  return 1 + static_cast<int>(std::ceil(std::log(1 / s_.straggler_p) / std::log(static_cast<double>(ranks))));
+int Detectors::StreakNeeded(uint32_t ranks, size_t set) const {
+  // The sets judged: one per size that leaves two ranks or more to compare with.
+  const double tests = static_cast<double>(std::min<size_t>(kStragglerSets, ranks >= 2 ? ranks - 2 : 0));
+  const double choices = Choose(ranks, set);
+  if (tests < 1 || choices <= 1) return std::numeric_limits<int>::max();
+  return 1 + static_cast<int>(std::ceil(std::log(tests / s_.straggler_p) / std::log(choices)));
 }
 
 void Detectors::JudgeFastest(BucketState& st, const std::vector<const CollRecord*>& ranks) {
-  const CollRecord* fastest = nullptr;
-  std::vector<double> others;
-  for (const CollRecord* r : ranks)
-    if (fastest == nullptr || r->exec_us < fastest->exec_us) fastest = r;
-  for (const CollRecord* r : ranks)
-    if (r != fastest) others.push_back(r->exec_us);
-  const double median = Median(others);
-  const double spread = RobustSpread(others);
-  // Apart from the rest: below every other rank, and by more than two
-  // robust standard deviations of theirs, so that a rank a hair faster by
-  // its place in the ring is not the one everyone waits for.
-  const bool apart = fastest != nullptr && !others.empty() &&
-                     fastest->exec_us < *std::min_element(others.begin(), others.end()) &&
-                     median - fastest->exec_us > 2 * spread;
-  if (!apart) {
-    st.streak = 0;
-    return;
+  std::vector<const CollRecord*> order(ranks);
+  std::sort(order.begin(), order.end(), [](const CollRecord* a, const CollRecord* b) {
+    return a->exec_us != b->exec_us ? a->exec_us < b->exec_us : a->rank < b->rank;
+  });
+  for (size_t m = 1; m <= kStragglerSets; ++m) {
+    FastSet& fs = st.fast_sets[m - 1];
+    // Apart from the rest: the set's slowest below every other rank, and by
+    // more than two robust standard deviations of theirs, so that ranks a
+    // hair faster by their place in the ring are not the ones everyone
+    // waits for. At least two others, for a median and a spread.
+    if (order.size() < m + 2) {
+      fs.streak = 0;
+      continue;
+    }
+    std::vector<double> others;
+    for (size_t i = m; i < order.size(); ++i) others.push_back(order[i]->exec_us);
+    const double median = Median(others);
+    const double last = order[m - 1]->exec_us;
+    if (!(last < order[m]->exec_us && median - last > 2 * RobustSpread(others))) {
+      fs.streak = 0;
+      continue;
+    }
+    std::vector<const CollRecord*> set(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(m));
+    std::sort(set.begin(), set.end(), [](const CollRecord* a, const CollRecord* b) { return a->rank < b->rank; });
+    std::vector<uint32_t> ids;
+    for (const CollRecord* r : set) ids.push_back(r->rank);
+    // A streak counts collectives judged over the same set of ranks: one
+    // begun while a host had not reported yet is not evidence over more.
+    if (fs.streak > 0 && ids == fs.ranks && ranks.size() == fs.streak_ranks) {
+      ++fs.streak;
+    } else {
+      fs.streak = 1;
+      fs.ranks = ids;
+      fs.streak_ranks = ranks.size();
+      fs.since_us = order[0]->ts_us;
+      fs.hosts.clear();
+      for (const CollRecord* r : set) fs.hosts.push_back(r->host);
+    }
+    fs.exec.clear();
+    for (const CollRecord* r : set) fs.exec.push_back(r->exec_us);
+    fs.median = median;
   }
-  // A streak counts collectives judged over the same set of ranks: one
-  // begun while a host had not reported yet is not evidence over more.
-  if (st.streak > 0 && fastest->rank == st.fast_rank && ranks.size() == st.streak_ranks) {
-    ++st.streak;
-  } else {
-    st.streak = 1;
-    st.fast_rank = fastest->rank;
-    st.fast_host = fastest->host;
-    st.streak_since_us = fastest->ts_us;
-    st.streak_ranks = ranks.size();
-  }
-  st.fast_exec = fastest->exec_us;
-  st.fast_median = median;
 }
 
 void Detectors::JudgeBusbw(BucketState& st, double busbw, int64_t ts_us) const {

@@ -163,6 +163,20 @@ class Detectors final {
     double exec_us;
   };
   // One communicator's op and size bucket: its collectives judged in order.
+  // Up to this many ranks of one job are judged stragglers at once: a set
+  // of m ranks that were the m fastest, apart from the others, collective
+  // after collective. Each m is one more test, so each is held to
+  // straggler_p divided by the number of sets judged (Bonferroni).
+  static constexpr size_t kStragglerSets = 3;
+  struct FastSet {
+    std::vector<uint32_t> ranks;    // ascending
+    std::vector<std::string> hosts;  // of `ranks`, in their order
+    std::vector<double> exec;        // their kernel times in the last collective
+    int streak = 0;
+    size_t streak_ranks = 0;  // how many ranks each collective of the streak had
+    int64_t since_us = 0;
+    double median = 0;  // the other ranks' median kernel time in the last collective
+  };
   struct BucketState {
     uint64_t last_seq = 0;  // judged up to here
     // Its ranks: the size NCCL states, else the most seen reporting one
@@ -176,13 +190,9 @@ class Detectors final {
     double cusum = 0;            // log-likelihood ratio of "dropped by busbw_drop" vs "as before"
     int64_t onset_us = 0;        // when the CUSUM last left 0: the change point
     double since_sum = 0, since_n = 0;  // busbw since then
-    // Stragglers: the rank with the shortest kernel, and its streak.
-    uint32_t fast_rank = 0;
-    std::string fast_host;
-    int streak = 0;
-    size_t streak_ranks = 0;  // how many ranks each collective of the streak had
-    int64_t streak_since_us = 0;
-    double fast_exec = 0, fast_median = 0;
+    // Stragglers: for each m up to kStragglerSets, the m ranks with the
+    // shortest kernels while they are apart from the rest, and their streak.
+    std::array<FastSet, kStragglerSets> fast_sets;
   };
   struct JobState {
     std::deque<CollRecord> records;
@@ -253,9 +263,10 @@ class Detectors final {
   void Track(int64_t now_us, std::vector<Hit> hits);
   void JudgeBusbw(BucketState& st, double busbw, int64_t ts_us) const;
   static void JudgeFastest(BucketState& st, const std::vector<const CollRecord*>& ranks);
-  // Consecutive collectives one rank of `ranks` must be fastest in before
-  // chance (ranks^(1 - streak)) falls below straggler_p.
-  int StreakNeeded(uint32_t ranks) const;
+  // Consecutive collectives the same `set` ranks of `ranks` must be the
+  // fastest in before chance (C(ranks, set)^(1 - streak)) falls below
+  // straggler_p over the sets judged.
+  int StreakNeeded(uint32_t ranks, size_t set) const;
 
   // Helpers over one entity's latest interval.
   bool Fresh(const EntityState& e, int64_t now_us) const;

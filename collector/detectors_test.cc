@@ -15,6 +15,7 @@
 
 #include "common/counter_delta.h"
 #include "common/counters.h"
+#include "common/stats.h"
 #include "common/strings.h"
 
 namespace rocefab::collector {
@@ -1059,11 +1060,19 @@ class JobSeries {
   // One collective: every rank's kernel `exec_us`, busbw `busbw`; `late`
   // arrives late by `late_us`, so everyone else's kernel waits that long.
   std::vector<v1::Anomaly> Step(double exec_us, double busbw, int late = -1, double late_us = 0) {
+    return StepLate(exec_us, busbw, late < 0 ? std::map<int, double>{} : std::map<int, double>{{late, late_us}});
+  }
+  // The same with several late ranks, each by its own delay: every rank's
+  // kernel waits for the latest.
+  std::vector<v1::Anomaly> StepLate(double exec_us, double busbw, const std::map<int, double>& late) {
     const int64_t ts = kT0 + static_cast<int64_t>(++seq_) * 30'000;
     v1::TelemetryBatch batch = Collectives(ts, seq_, n_, exec_us, busbw);
     std::normal_distribution<double> noise(0, jitter);
+    double latest = 0;
+    for (const auto& [rank, us] : late) latest = std::max(latest, us);
     for (auto& rec : *batch.mutable_collectives()) {
-      const double base = rec.rank() == static_cast<uint32_t>(late) ? exec_us : exec_us + late_us;
+      const auto own = late.find(static_cast<int>(rec.rank()));
+      const double base = exec_us + latest - (own == late.end() ? 0 : own->second);
       const double exec = base * (1 + noise(rng_));
       rec.set_exec_time_us(exec);
       rec.set_busbw_gbs(busbw * exec_us / exec);
@@ -1152,6 +1161,42 @@ TEST_F(DetectorsTest, StragglerIsTheSameFastestRankMoreOftenThanChanceAllows) {
     // A streak may have begun by chance just before the delay did.
     EXPECT_GE(found_at, needed - 2) << "found only once chance is below 1e-8";
     EXPECT_LE(found_at, 2 * needed) << "and soon after: noise breaks a streak only now and then";
+  }
+}
+
+// Two ranks late at once: about as late, they trade the shortest kernel by
+// noise and no single rank keeps it, yet the two keep the two shortest; one
+// later than the other, the later leads and the other stays second. Each
+// way both are named, within a few collectives of what chance allows, and
+// three ranks late are named too.
+TEST_F(DetectorsTest, SeveralStragglersInOneJobAreEachNamed) {
+  struct Case {
+    int n;
+    std::map<int, double> late;  // rank -> delay in us, on a 4 ms kernel
+  };
+  for (const Case& c : std::vector<Case>{{8, {{1, 200}, {6, 200}}},
+                                         {32, {{3, 200}, {20, 200}}},
+                                         {8, {{2, 400}, {5, 200}}},
+                                         {32, {{0, 300}, {9, 300}, {17, 300}}}}) {
+    SCOPED_TRACE(StrCat(c.n, " ranks, ", c.late.size(), " late"));
+    Detectors d{DetectorSettings{}};
+    JobSeries job(&d, c.n, static_cast<uint64_t>(c.n + c.late.size()));
+    for (int i = 0; i < 2000; ++i)
+      for (const auto& a : job.Step(4000, 144)) ADD_FAILURE() << a.ShortDebugString();
+    const double sets = std::min<double>(3, c.n - 2);
+    const int needed = 1 + static_cast<int>(std::ceil(std::log(sets * 1e8) / std::log(Choose(c.n, c.late.size()))));
+    std::set<std::string> named;
+    int i = 0;
+    for (; i < 3 * needed + 10 && named.size() < c.late.size(); ++i)
+      for (const auto& a : job.StepLate(4000, 144, c.late))
+        if (a.kind() == "straggler" && a.end_us() == 0) {
+          named.insert(a.entity());
+          EXPECT_NE(a.evidence(0).note().find("in a row"), std::string::npos);
+        }
+    std::set<std::string> want;
+    for (const auto& [rank, us] : c.late) want.insert(StrCat(rank < c.n / 2 ? "z1-r01-h1" : "z1-r02-h1", "/gpu", rank % (c.n / 2)));
+    EXPECT_EQ(named, want) << "after " << i << " collectives";
+    EXPECT_GE(i, needed - 2) << "named only once chance is below 1e-8";
   }
 }
 

@@ -22,4 +22,12 @@ double RobustSpread(const std::vector<double>& v) {
   return 1.4826 * Median(deviations);
 }
 
+double Choose(uint64_t n, uint64_t k) {
+  if (k > n) return 0;
+  k = std::min(k, n - k);
+  double c = 1;
+  for (uint64_t i = 1; i <= k; ++i) c = c * static_cast<double>(n - k + i) / static_cast<double>(i);
+  return c;
+}
+
 }  // namespace rocefab

@@ -13,6 +13,10 @@ double Median(std::vector<double> v);
 // outliers do not inflate (equal to it for normal data).
 double RobustSpread(const std::vector<double>& v);
 
+// The binomial coefficient C(n, k) as a double (exact up to 2^53); 0 when
+// k > n.
+double Choose(uint64_t n, uint64_t k);
+
 // The SplitMix64 finaliser: a cheap, well-mixed 64-bit hash, for ECMP
 // decisions and for independent random streams from (seed, index).
 inline uint64_t SplitMix64(uint64_t x) {

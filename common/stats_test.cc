@@ -13,6 +13,16 @@ TEST(Stats, MedianOfOddEvenAndEmpty) {
   EXPECT_EQ(Median({4, 1, 3, 2}), 2.5);
 }
 
+TEST(Stats, ChooseCountsTheSetsOfKAmongN) {
+  EXPECT_EQ(Choose(8, 1), 8);
+  EXPECT_EQ(Choose(8, 2), 28);
+  EXPECT_EQ(Choose(56, 3), 27720);
+  EXPECT_EQ(Choose(4, 4), 1);
+  EXPECT_EQ(Choose(4, 0), 1);
+  EXPECT_EQ(Choose(3, 4), 0);
+  EXPECT_DOUBLE_EQ(Choose(1024, 2), 523776);
+}
+
 TEST(Stats, RobustSpreadIsTheStandardDeviationOfNormalDataAndIgnoresOutliers) {
   std::mt19937_64 rng(1);
   std::normal_distribution<double> normal(100, 5);
