@@ -621,7 +621,7 @@ void FabricModel::ApplyFaults() {
     ch.queue_limit = 0;
   }
   for (Job& job : jobs_) {
-    job.straggler_rank = -1;
+    job.late_ranks.clear();
     job.straggler_delay_s = 0;
   }
   std::vector<uint32_t> was_members(switches_.size());
@@ -693,9 +693,10 @@ void FabricModel::ApplyFaults() {
         for (Job& job : jobs_) {
           auto it = std::find(job.hosts.begin(), job.hosts.end(), h);
           if (it == job.hosts.end()) continue;
-          job.straggler_rank = static_cast<int>(it - job.hosts.begin()) * job.gpus + g;
-          job.straggler_delay_s =
-              job.spec.compute_ms() / 1e3 * (spec.slowdown() > 0 ? spec.slowdown() : 0.5);
+          const int rank = static_cast<int>(it - job.hosts.begin()) * job.gpus + g;
+          double& delay = job.late_ranks[rank];
+          delay = std::max(delay, job.spec.compute_ms() / 1e3 * (spec.slowdown() > 0 ? spec.slowdown() : 0.5));
+          job.straggler_delay_s = std::max(job.straggler_delay_s, delay);
         }
         break;
       }
@@ -1041,7 +1042,9 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
       const double u1 = (static_cast<double>(h >> 11) + 0.5) / 9007199254740992.0;
       const double u2 = (static_cast<double>(SplitMix64(h) >> 11) + 0.5) / 9007199254740992.0;
       const double z = std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-      rec.exec_time_us = (r == job.straggler_rank ? comm : waited) * 1e6 * std::max(0.5, 1 + k_.kernel_jitter * z);
+      const auto late = job.late_ranks.find(r);
+      const double kernel = late == job.late_ranks.end() ? waited : waited - late->second;
+      rec.exec_time_us = kernel * 1e6 * std::max(0.5, 1 + k_.kernel_jitter * z);
       rec.algbw_gbs = traffic_bytes / (rec.exec_time_us / 1e6) / 1e9;
       rec.busbw_gbs = rec.algbw_gbs * BusBwFactor(job.spec.collective(), n);
       records->push_back(rec);
@@ -1249,11 +1252,16 @@ bool FabricModel::CanShow(const ActiveFault& fault) const {
       std::string_view host, gpu;
       SplitPortName(fault.spec.target(), &host, &gpu);
       const int h = host_index_.at(std::string(host));
-      for (size_t j = 0; j < jobs_.size(); ++j)
-        if (job_status_[j].running && !job_status_[j].stalled &&
-            std::find(jobs_[j].hosts.begin(), jobs_[j].hosts.end(), h) != jobs_[j].hosts.end() &&
-            jobs_[j].straggler_delay_s >= kStragglerFloor * jobs_[j].bare_iteration_s)
-          return true;
+      const int g = std::atoi(std::string(gpu.substr(3)).c_str());
+      for (size_t j = 0; j < jobs_.size(); ++j) {
+        const Job& job = jobs_[j];
+        const auto it = std::find(job.hosts.begin(), job.hosts.end(), h);
+        if (!job_status_[j].running || job_status_[j].stalled || it == job.hosts.end()) continue;
+        // Its own delay: a rank less late than another still launches
+        // ahead of the rest by all of it.
+        const auto late = job.late_ranks.find(static_cast<int>(it - job.hosts.begin()) * job.gpus + g);
+        if (late != job.late_ranks.end() && late->second >= kStragglerFloor * job.bare_iteration_s) return true;
+      }
       return false;
     }
     default: return true;

@@ -234,9 +234,12 @@ class FabricModel final {
     std::vector<std::pair<int, int>> conns;  // (src NIC port, dst NIC port)
     double progress = 0;                      // fractional collectives
     uint64_t seq = 0;
-    int straggler_rank = -1;
+    // Stragglers: rank -> how late it launches each collective. Every rank's
+    // kernel ends when the latest has arrived, so the latest's kernel is the
+    // shortest, and one less late is short by its own lead over the others.
+    std::map<int, double> late_ranks;
     std::vector<double> conn_stall_until;  // per connection: QPs waiting out a timeout
-    double straggler_delay_s = 0;
+    double straggler_delay_s = 0;  // the latest rank's delay: what each iteration loses
     double bare_iteration_s = 0;  // the last step's iteration without the straggler's delay
     bool cts = false;  // receiver-driven admission instead of DCQCN
     double added_latency_s = 0;  // latency_regression: what each step waits more

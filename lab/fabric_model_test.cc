@@ -255,6 +255,34 @@ faults: [{kind: straggler, target: z1-r01-h2/gpu2, at_s: 0, slowdown: 1.0}]
   EXPECT_GT(others, straggler + 40000);
 }
 
+// Two stragglers in one job: every kernel ends when the later has arrived,
+// so the later's is the shortest and the earlier's short by its own delay.
+// Neither hides the other, and each counts as one that could show.
+TEST(FabricModel, TwoStragglersInOneJobAreEachShortByTheirOwnDelay) {
+  auto model = Model(R"(
+jobs: [{id: "1", num_hosts: 2, compute_ms: 50}]
+faults:
+  - {kind: straggler, target: z1-r01-h2/gpu2, at_s: 0, slowdown: 1.0}
+  - {kind: straggler, target: z1-r01-h1/gpu0, at_s: 0, slowdown: 0.4}
+)");
+  std::vector<CollectiveRecord> records;
+  for (int i = 0; i < 4; ++i) model->Step(0.5, &records);
+  ASSERT_FALSE(records.empty());
+  double later = 0, earlier = 0, others = 0;
+  for (const auto& rec : records) {
+    if (rec.host == 1 && rec.gpu == 2) later = rec.exec_time_us;
+    else if (rec.host == 0 && rec.gpu == 0) earlier = rec.exec_time_us;
+    else others = rec.exec_time_us;
+  }
+  ASSERT_GT(later, 0);
+  // 50 ms and 20 ms late: the others wait 50 ms, the earlier one 30 ms.
+  EXPECT_NEAR(others - later, 50000, 5000);
+  EXPECT_NEAR(others - earlier, 20000, 5000);
+  ASSERT_EQ(model->faults().size(), 2u);
+  EXPECT_TRUE(model->faults()[0].observable);
+  EXPECT_TRUE(model->faults()[1].observable) << "the earlier straggler is not hidden by the later";
+}
+
 // A straggler on a job another fault keeps stalled runs no collective to
 // be late in: it could not show, and the truth says so.
 TEST(FabricModel, AStragglerOnAStalledJobIsNotObservable) {
