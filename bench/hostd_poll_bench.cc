@@ -11,9 +11,10 @@
 //   BM_NodeExporterScrape   GET /metrics of prometheus-node-exporter with only
 //                           --collector.infiniband, --path.sysfs on the same tree:
 //                           /0 back to back, /100 every 100 ms (the daemon's cadence)
+//   BM_HostdDaemonEverySecond  the same at the default 1 s interval
 //   BM_NodeExporterByPrometheus  the peer as users run it: a real Prometheus
-//                           scraping node_exporter every 100 ms (/0 plain HTTP,
-//                           /1 mutual TLS, as the daemon speaks)
+//                           scraping node_exporter (/0 plain HTTP, /1 mutual
+//                           TLS, as the daemon speaks), every 100 or 1000 ms
 //
 // The peer runs when ROCEFAB_BENCH_NODE_EXPORTER (and, for the scrapes by
 // Prometheus, ROCEFAB_BENCH_PROMETHEUS) names its binary (scripts/bench.sh
@@ -26,6 +27,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -200,8 +203,38 @@ double ScrapeCounter(const std::string& text, const std::string& name, const std
   return total;
 }
 
+// A process's CPU per event (a stored batch, a served scrape, one every
+// `every`) over 100 events, once `count` (the events so far, -1 while
+// unknown) has passed 10: the first carry start-up. {CPU µs per event,
+// events}, or nullopt after `no_start` or `stalled` was reported on `state`.
+std::optional<std::pair<double, double>> CpuPerEvent(benchmark::State& state, pid_t pid,
+                                                     const std::function<double()>& count,
+                                                     std::chrono::milliseconds every,
+                                                     const char* no_start, const char* stalled) {
+  const auto start_timeout = std::chrono::seconds(40) + 20 * every;
+  if (!testing::WaitFor([&] { return count() >= 10; }, start_timeout)) {
+    state.SkipWithError(no_start);
+    return std::nullopt;
+  }
+  constexpr int kEvents = 100;
+  double cpu_us = 0, events = 0;
+  for (auto _ : state) {
+    const double first = count();
+    const int64_t cpu_before = ProcessCpuUs(pid);
+    const auto timeout = std::chrono::seconds(60) + 2 * kEvents * every;
+    if (!testing::WaitFor([&] { return count() >= first + kEvents; }, timeout)) {
+      state.SkipWithError(stalled);
+      return std::nullopt;
+    }
+    cpu_us += static_cast<double>(ProcessCpuUs(pid) - cpu_before);
+    events += count() - first;
+  }
+  return std::make_pair(cpu_us / events, events);
+}
+
 // The running daemon over `sys` and `ethtool` (see BM_HostdDaemon).
-void RunDaemon(benchmark::State& state, const std::string& sys, const std::string& ethtool) {
+void RunDaemon(benchmark::State& state, const std::string& sys, const std::string& ethtool,
+               std::chrono::milliseconds every = std::chrono::milliseconds(100)) {
   // Each run starts afresh: no batches of an earlier run to replay.
   std::filesystem::remove_all(Host().dir / "spool");
   for (const char* suffix : {"", "-wal", "-shm"})
@@ -224,7 +257,11 @@ void RunDaemon(benchmark::State& state, const std::string& sys, const std::strin
   const std::string metrics = testing::StatusField(*status, "metrics");
   testing::NotifySocket hostd_ready;
   testing::Subprocess hostd(
-      {testing::With({testing::BinDir() + "/rocefab-hostd", "--collector", grpc, "--interval", "100ms",
+      {testing::With({testing::BinDir() + "/rocefab-hostd", "--collector", grpc, "--interval", std::to_string(every.count()) + "ms",
+                      // Full polls only, as the peer makes (the fast path
+                      // reads PFC counters between them; at 100 ms there is
+                      // no room for it anyway).
+                      "--fast-interval", "0s",
                       "--sysfs-root", sys, "--ethtool-dir", ethtool,
                       "--host-name", "z1-r01-h1", "--no-netlink", "--spool-dir", Host().dir / "spool"},
                      ca.Flags("z1-r01-h1")),
@@ -240,30 +277,25 @@ void RunDaemon(benchmark::State& state, const std::string& sys, const std::strin
     return body ? ScrapeCounter(*body, "rocefab_collector_batches_total", "result=\"stored\"") : -1;
   };
   // Past start-up: the first batches carry the first reading of everything.
-  if (!testing::WaitFor([&] { return stored() >= 10; }, std::chrono::seconds(30))) {
-    state.SkipWithError("the collector stored no batches from rocefab-hostd");
-    return;
-  }
-  constexpr int kPolls = 100;
-  double cpu_us = 0, batches = 0;
-  for (auto _ : state) {
-    const double first = stored();
-    const int64_t cpu_before = ProcessCpuUs(hostd.pid());
-    if (!testing::WaitFor([&] { return stored() >= first + kPolls; }, std::chrono::seconds(60))) {
-      state.SkipWithError("rocefab-hostd stopped shipping");
-      return;
-    }
-    cpu_us += static_cast<double>(ProcessCpuUs(hostd.pid()) - cpu_before);
-    batches += stored() - first;
-  }
-  state.counters["hostd_cpu_us_per_poll"] = cpu_us / batches;
-  state.counters["polls"] = batches;
+  const auto cpu = CpuPerEvent(state, hostd.pid(), stored, every,
+                               "the collector stored no batches from rocefab-hostd",
+                               "rocefab-hostd stopped shipping");
+  if (!cpu) return;
+  state.counters["hostd_cpu_us_per_poll"] = cpu->first;
+  state.counters["polls"] = cpu->second;
 }
 
 void BM_HostdDaemon(benchmark::State& state) {
   RunDaemon(state, Host().dir / "sys", Host().dir / "ethtool");
 }
 BENCHMARK(BM_HostdDaemon)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The same at the default interval of one second, without the fast path
+// (the peer has none): the cadence a host runs, and colder still.
+void BM_HostdDaemonEverySecond(benchmark::State& state) {
+  RunDaemon(state, Host().dir / "sys", Host().dir / "ethtool", std::chrono::seconds(1));
+}
+BENCHMARK(BM_HostdDaemonEverySecond)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The same daemon on a host without RDMA devices: each poll still ships a
 // batch (health, and the components now and then) over the mTLS stream and
@@ -324,9 +356,9 @@ BENCHMARK(BM_NodeExporterScrape)->Arg(0)->Unit(benchmark::kMicrosecond)->UseReal
 BENCHMARK(BM_NodeExporterScrape)->Arg(100)->Iterations(100)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The peer as its users run it: a real Prometheus (Debian's) scraping
-// node_exporter every 100 ms, the daemon's cadence. Prometheus keeps the
-// connection alive and asks for gzip, as it does in production; with
-// state.range(0) == 1 the two also speak mutual TLS (node_exporter's
+// node_exporter every state.range(1) ms, the daemon's cadence. Prometheus
+// keeps the connection alive and asks for gzip, as it does in production;
+// with state.range(0) == 1 the two also speak mutual TLS (node_exporter's
 // --web.config.file), as the daemon does. The peer's CPU per scrape is
 // counted between two readings of node_exporter's own request counter as
 // Prometheus stored it, so the bench never scrapes the peer itself.
@@ -339,6 +371,7 @@ void BM_NodeExporterByPrometheus(benchmark::State& state) {
     return;
   }
   const bool mtls = state.range(0) == 1;
+  const auto every = std::chrono::milliseconds(state.range(1));
   const std::string dir = Host().dir / (mtls ? "prometheus-mtls" : "prometheus");
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
@@ -360,7 +393,8 @@ void BM_NodeExporterByPrometheus(benchmark::State& state) {
   }
   testing::Subprocess peer({peer_argv, {}, "", dir + "/node_exporter.log"});
   testing::WriteFile(dir + "/prometheus.yml",
-                     "global:\n  scrape_interval: 100ms\n  scrape_timeout: 100ms\nscrape_configs:\n"
+                     "global:\n  scrape_interval: " + std::to_string(every.count()) + "ms\n  scrape_timeout: " +
+                         std::to_string(std::min<int64_t>(every.count(), 10'000)) + "ms\nscrape_configs:\n"
                      "  - job_name: node\n" + scrape_tls + "    static_configs:\n      - targets: ['" + address +
                          "']\n");
   const std::string api = "127.0.0.1:" + std::to_string(FreePort());
@@ -381,26 +415,18 @@ void BM_NodeExporterByPrometheus(benchmark::State& state) {
     return std::stod(result[0]["value"][1].get<std::string>());
   };
   // Past start-up: Prometheus starts scraping within a few seconds.
-  if (!testing::WaitFor([&] { return served() >= 10; }, std::chrono::seconds(60))) {
-    state.SkipWithError("Prometheus did not scrape node_exporter (see its logs in the bench's directory)");
-    return;
-  }
-  constexpr int kScrapes = 100;
-  double cpu_us = 0, scrapes = 0;
-  for (auto _ : state) {
-    const double first = served();
-    const int64_t cpu_before = ProcessCpuUs(peer.pid());
-    if (!testing::WaitFor([&] { return served() >= first + kScrapes; }, std::chrono::seconds(60))) {
-      state.SkipWithError("Prometheus stopped scraping node_exporter");
-      return;
-    }
-    cpu_us += static_cast<double>(ProcessCpuUs(peer.pid()) - cpu_before);
-    scrapes += served() - first;
-  }
-  state.counters["peer_cpu_us_per_scrape"] = cpu_us / scrapes;
-  state.counters["scrapes"] = scrapes;
+  const auto cpu = CpuPerEvent(state, peer.pid(), served, every,
+                               "Prometheus did not scrape node_exporter (see its logs in the bench's directory)",
+                               "Prometheus stopped scraping node_exporter");
+  if (!cpu) return;
+  state.counters["peer_cpu_us_per_scrape"] = cpu->first;
+  state.counters["scrapes"] = cpu->second;
 }
-BENCHMARK(BM_NodeExporterByPrometheus)->Arg(0)->Arg(1)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_NodeExporterByPrometheus)
+    ->Args({0, 100})
+    ->Args({1, 100})
+    ->Args({0, 1000})
+    ->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
