@@ -565,7 +565,9 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // uplinks on average are far below it. Flows collided on some uplinks
   // while others had room: the hash, not the capacity, limits them. Not
   // judged where a link of the switch or of a switch its uplinks reach is
-  // faulty (routing around a bad link moves load legitimately). The same
+  // faulty (routing around a bad link moves load legitimately), nor where
+  // a switch its uplinks reach drops on a lossless queue (the flows through
+  // it stall). The same
   // for the links toward a switch from the tier above: the hashes of the
   // switches upstream chose among them, and flows to one rack can collide
   // on one spine's link to it while the other spines' links have room.
@@ -575,6 +577,10 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   };
   std::unordered_map<std::string, Imbalance> device_imbalance;
   std::unordered_map<std::string, std::string> toward_imbalance;  // link toward a colliding switch -> the hit's key
+  // Switch of the tier above -> the collision whose congested uplinks lead
+  // into it: the links it sends on toward a switch below carry what those
+  // uplinks hashed onto it.
+  std::unordered_map<std::string, std::string> uplinks_into;
   // Switch -> the collision its own egress takes part in: its collided
   // uplinks, or its links toward a switch the flows from its tier collide
   // on. What a switch paused by it relays.
@@ -588,6 +594,10 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     // nothing, since hashing is not weighted by speed; one that corrupts
     // frames stays in the ECMP group and carries what it carried.
     std::unordered_set<std::string> link_rerouted, link_faulted;
+    // A lossless queue that drops makes the RoCE flows through it stall in
+    // go-back-N: the links that lead to its switch carry less while it
+    // lasts, because of the loss, not of the hash.
+    for (const Drop& d : lossless_drops) link_rerouted.insert(EntityDevice(d.e->entity));
     for (const Hit& h : *hits)
       if (h.kind == "link_down" || h.kind == "link_flap" || h.kind == "link_degraded") {
         const std::string peer = PeerPort(topo, h.entity);
@@ -643,16 +653,19 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       const double interval_us = IntervalUs(*hottest->e);
       Hit h{"ecmp_imbalance", device, v1::SEVERITY_INFO, std::min(1.0, (hottest->util / mean - 1) / 2),
             hottest->e->ts_us - static_cast<int64_t>(interval_us)};
-      if (toward) {
+      {
         // And it lasts: a job starting or stopping between the readings of
         // two switches shows one group's links hot and the other's idle for
-        // one reading each. A collision holds once every link of the group
-        // was read again after the readings that first showed it.
+        // one reading each, and loss beyond an uplink empties it a reading
+        // before the switch that drops reports it. A collision holds once
+        // every link of the group was read again after the readings that
+        // first showed it.
         int64_t oldest = std::numeric_limits<int64_t>::max(), newest = 0;
         for (const Uplink& u : ups) oldest = std::min(oldest, u.e->ts_us), newest = std::max(newest, u.e->ts_us);
-        const auto seen = toward_seen_.find(device);
+        const std::string seen_key = toward ? device : StrCat(device, "|uplinks");
+        const auto seen = toward_seen_.find(seen_key);
         const TowardSeen first = seen != toward_seen_.end() ? seen->second : TowardSeen{newest, h.start_us};
-        toward_seen[device] = first;
+        toward_seen[seen_key] = first;
         if (seen == toward_seen_.end() || oldest <= first.newest_us) {
           for (const Uplink& u : ups)
             if (own_congestion(u)) toward_pending.insert(u.e->entity);
@@ -668,6 +681,9 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         if (!own_congestion(u)) continue;
         hot.push_back(name(u));
         device_collision.try_emplace(toward ? EntityDevice(u.e->entity) : device, StrCat(h.kind, "|", h.entity));
+        if (!toward)
+          if (const std::string peer = PeerPort(topo, u.e->entity); !peer.empty())
+            uplinks_into.try_emplace(EntityDevice(peer), StrCat(h.kind, "|", h.entity));
         const double bytes = Delta(*u.e, "tx_bytes");
         h.evidence.push_back(
             Ev(*u.e, "tx_bytes", bytes, bytes / (interval_us / 1e6),
@@ -698,6 +714,15 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         return;
       }
       h.summary = summary;
+      // Flows collide on the links toward a switch because the switches
+      // upstream hashed them onto one spine. Where one of those switches
+      // has its own uplinks colliding into the spine whose link toward
+      // this one is the hottest, that is where the placement went wrong:
+      // this collision is its consequence, whichever was seen first.
+      if (toward)
+        if (auto into = uplinks_into.find(EntityDevice(hottest->e->entity));
+            into != uplinks_into.end() && into->second != key)
+          h.cause_key = into->second;
       im.key = key;
       hits->push_back(std::move(h));
     };

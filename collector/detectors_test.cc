@@ -717,6 +717,27 @@ TEST_F(EcmpImbalanceTest, CongestedUplinksFarAboveTheirSiblingsAreACollision) {
   EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
 }
 
+// Flows through one spine lose packets on a lossless queue there: they
+// stall in go-back-N and that uplink empties while another runs hot. Loss,
+// not the hash, moved the load; once the drops stop, the same spread is a
+// collision.
+TEST_F(EcmpImbalanceTest, AnUplinkEmptiedByDropsBeyondItIsNotACollision) {
+  const char* kDropping = "z1-ctsw02/Ethernet0";
+  fabric_.Set(v1::SCOPE_QUEUE, kDropping, "queue_drops", 0, std::nullopt, 3);
+  fabric_.Set(v1::SCOPE_QUEUE, kDropping, "queue_tx_packets", 0, std::nullopt, 3);
+  Run(0, 2, {0.55, 0.55, 0.55, 0.55}, {});
+  for (int s = 2; s < 6; ++s) {
+    fabric_.Add(v1::SCOPE_QUEUE, kDropping, "queue_drops", 20'000, std::nullopt, 3);
+    fabric_.Add(v1::SCOPE_QUEUE, kDropping, "queue_tx_packets", 1'000'000, std::nullopt, 3);
+    Run(s, s + 1, {1.0, 0.05, 0.5, 0.5}, {0});
+  }
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr) << "z1-ctsw02 drops: its uplink emptied by loss";
+  EXPECT_TRUE(Active("buffer_threshold_drops") != nullptr || Active("lossless_drops") != nullptr)
+      << "the drops are the finding";
+  Run(6, 10, {1.0, 0.05, 0.5, 0.5}, {0});
+  EXPECT_NE(Active("ecmp_imbalance"), nullptr) << "without the drops, the same spread is a collision";
+}
+
 TEST_F(EcmpImbalanceTest, PausesFromTheCollidingSwitchAreItsConsequences) {
   // The colliding uplink's queue grows deep and the switch pauses the NIC
   // that feeds it: both ends of that pause are consequences of the
@@ -879,6 +900,36 @@ TEST_F(TowardImbalanceTest, FlowsToOneRackCollidingOnOneSpinesLinkAreACollisionN
   EXPECT_GE(pauses, 1) << "z1-ctsw01 pauses z1-rtsw02";
   Run(7, 14, {0.5, 0.5}, false);
   EXPECT_EQ(Active("ecmp_imbalance"), nullptr) << "spread evenly again, it clears";
+}
+
+// Rack 2's switch hashes every flow to rack 1 onto one spine (its own
+// uplinks collide, as a skewed ECMP group would make them), so that spine's
+// link toward rack 1 carries them all while the other spine's is idle. The
+// collision toward rack 1 is seen on its own, and is the consequence of
+// z1-rtsw02's: the placement went wrong there.
+TEST_F(TowardImbalanceTest, ACollisionTowardARackFedByAnotherRacksCollidingUplinksIsTheirConsequence) {
+  const char* kUp[] = {"z1-rtsw02/Ethernet8", "z1-rtsw02/Ethernet12"};
+  auto second = [&](int s, double hot, double cold, bool collide) {
+    for (const char* port : {kUp[0], kToward[0], kUp[1], kToward[1]}) {
+      const bool first = port == kUp[0] || port == kToward[0];
+      const auto bytes = static_cast<uint64_t>((first ? hot : cold) * 50e9);
+      fabric_.Set(v1::SCOPE_QUEUE, port, "queue_depth_bytes", collide && first ? 2'000'000 : 0, std::nullopt, 3);
+      fabric_.Add(v1::SCOPE_PORT, port, "tx_bytes", bytes);
+      fabric_.Add(v1::SCOPE_QUEUE, port, "queue_tx_packets", bytes / 4096, std::nullopt, 3);
+      if (collide && first)
+        fabric_.Add(v1::SCOPE_QUEUE, port, "queue_ecn_marked_packets", bytes / 4096 / 20, std::nullopt, 3);
+    }
+    Step(s);
+  };
+  for (int s = 0; s < 3; ++s) second(s, 0.3, 0.3, false);
+  for (int s = 3; s < 8; ++s) second(s, 1.0, 0.02, true);
+  const auto* uplinks = Active("ecmp_imbalance", "z1-rtsw02");
+  ASSERT_NE(uplinks, nullptr) << "z1-rtsw02's own uplinks collide";
+  EXPECT_EQ(uplinks->caused_by(), 0u);
+  const auto* toward = Active("ecmp_imbalance", "z1-rtsw01");
+  ASSERT_NE(toward, nullptr) << "and so do the spines' links toward z1-rtsw01";
+  EXPECT_NE(toward->summary().find("links toward z1-rtsw01"), std::string::npos) << toward->summary();
+  EXPECT_EQ(toward->caused_by(), uplinks->id()) << "the collision toward rack 1 is z1-rtsw02's consequence";
 }
 
 // Both spines' links toward the rack queue: there is no room to place the
