@@ -36,6 +36,9 @@ namespace {
 
 std::atomic<bool> g_interrupted{false};
 
+// The lab's own lateness worth recording: one default poll interval.
+constexpr int64_t kLabLateUs = 1'000'000;
+
 void OnSignal(int) { g_interrupted = true; }
 
 std::string FaultName(v1::FaultKind kind) {
@@ -331,8 +334,11 @@ std::string CollectorView(Daemons& daemons) {
   return view;
 }
 
+// The lab itself fell behind the wall clock: [from, to) in Unix µs.
+using LateSpans = std::vector<std::pair<int64_t, int64_t>>;
+
 nlohmann::json TruthJson(const v1::Scenario& scenario, const FabricModel& model,
-                         int64_t start_unix_us) {
+                         int64_t start_unix_us, const LateSpans& late) {
   nlohmann::json faults = nlohmann::json::array();
   for (const ActiveFault& f : model.faults()) {
     const double end = std::min(f.end_s, model.now_s());
@@ -367,6 +373,11 @@ nlohmann::json TruthJson(const v1::Scenario& scenario, const FabricModel& model,
                             {"target", sw},
                             {"start_unix_us", start_unix_us + static_cast<int64_t>(from_s * 1e6)},
                             {"end_unix_us", start_unix_us + static_cast<int64_t>(to_s * 1e6)}});
+  // Seconds in which the lab wrote nothing because it could not keep up
+  // (a loaded machine): the counters and records of that time came late,
+  // and a job seen completing nothing meanwhile is the lab's doing.
+  for (const auto& [from_us, to_us] : late)
+    conditions.push_back({{"kind", "lab_late"}, {"target", ""}, {"start_unix_us", from_us}, {"end_unix_us", to_us}});
   return {{"scenario", scenario.name()},
           {"start_unix_us", start_unix_us},
           {"duration_s", model.now_s()},
@@ -620,6 +631,7 @@ int Run(const RunOptions& options) {
   std::vector<bool> announced(model.value()->faults().size(), false), ended(announced.size(), false);
   std::vector<CollectiveRecord> records;
   int64_t next_tick_mono = clock.MonotonicUs();
+  LateSpans late;
   // Fabric time 0 on the wall clock: the daemons are up, the first tick runs now.
   const int64_t zero_us = clock.NowUs();
   bool kept_announced = false, shown = false;
@@ -738,8 +750,20 @@ int Run(const RunOptions& options) {
       // schedule.
       next_tick_mono += tick_us;
       const int64_t wait = next_tick_mono - clock.MonotonicUs();
-      if (wait > 0) std::this_thread::sleep_for(std::chrono::microseconds(wait));
-      else next_tick_mono = clock.MonotonicUs();
+      if (wait > 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(wait));
+      } else {
+        next_tick_mono = clock.MonotonicUs();
+        // A tick a whole default poll interval late: what the daemons read
+        // in that time was the lab's past. Said, and kept for the score.
+        if (-wait >= kLabLateUs) {
+          const int64_t now = clock.NowUs();
+          if (!late.empty() && late.back().second >= now + wait) late.back().second = now;
+          else late.emplace_back(now + wait, now);
+          std::fprintf(stderr, "rocefab-lab: t=%.1fs: the lab ran %.1f s behind the wall clock (a loaded machine?)\n",
+                       m.now_s(), static_cast<double>(-wait) / 1e6);
+        }
+      }
     }
     records.clear();
     m.Step(tick, &records);
@@ -799,7 +823,7 @@ int Run(const RunOptions& options) {
       std::fflush(stdout);
     }
     // Truth is rewritten as the run goes, so a run cut short still has it.
-    std::ofstream(options.run_dir + "/truth.json") << TruthJson(*scenario, m, zero_us).dump(2) << "\n";
+    std::ofstream(options.run_dir + "/truth.json") << TruthJson(*scenario, m, zero_us, late).dump(2) << "\n";
   }
   if (options.daemons) {
     const int killed = daemons.Stop();

@@ -87,6 +87,7 @@ nlohmann::json RunScore::ToJson() const {
   out["scenario"] = scenario;
   out["faults"] = faults_json;
   out["false_positive_list"] = false_positives;
+  out["lab_late_s"] = lab_late_s;
   return out;
 }
 
@@ -230,14 +231,27 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
   // while they last (and clear_grace_s after: a finding clears a little
   // after its cause).
   std::vector<Window> collisions;
+  // The lab fell behind the wall clock (runner.cc, "lab_late"): a job
+  // whose last collective came in it, or within a poll interval before it,
+  // stalled on the lab, not on the fabric.
+  constexpr int64_t kPollUs = 1'000'000;
+  std::vector<Window> lab_late;
   if (truth.contains("conditions") && truth["conditions"].is_array())
-    for (const auto& c : truth["conditions"])
-      if (c.value("kind", "") == "ecmp_collision")
+    for (const auto& c : truth["conditions"]) {
+      const std::string kind = c.value("kind", "");
+      if (kind == "ecmp_collision")
         collisions.push_back({c.value("start_unix_us", int64_t{0}), c.value("end_unix_us", int64_t{0}) + grace,
                               c.value("target", "")});
+      if (kind == "lab_late") {
+        lab_late.push_back({c.value("start_unix_us", int64_t{0}) - kPollUs, c.value("end_unix_us", int64_t{0}), ""});
+        score.lab_late_s += static_cast<double>(lab_late.back().end - lab_late.back().start - kPollUs) / 1e6;
+      }
+    }
   for (const auto& a : *anomalies) {
     if (a.caused_by() != 0) continue;
     bool explained = false;
+    if (a.kind() == "job_stalled")
+      for (const Window& w : lab_late) explained |= a.start_us() >= w.start && a.start_us() <= w.end;
     if (a.kind() == "ecmp_imbalance")
       for (const Window& w : collisions)
         if (NamesTarget(**topology, w.target, a.entity()) && a.start_us() <= w.end &&
@@ -254,9 +268,10 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
 }
 
 nlohmann::json Summarize(const std::vector<RunScore>& runs) {
-  int faults = 0, detected = 0, top1 = 0, fps = 0, unobservable = 0;
+  int faults = 0, detected = 0, top1 = 0, fps = 0, unobservable = 0, late_runs = 0;
   std::vector<double> latencies;
   for (const RunScore& r : runs) {
+    late_runs += r.lab_late_s > 0;
     fps += static_cast<int>(r.false_positives.size());
     unobservable += r.unobservable;
     for (const FaultScore& f : r.faults) {
@@ -294,6 +309,7 @@ nlohmann::json Summarize(const std::vector<RunScore>& runs) {
           {"recall", ratio(detected)},
           {"false_positives", fps},
           {"unobservable_faults", unobservable},
+          {"runs_with_the_lab_late", late_runs},
           {"detection_latency_s", {{"p50", Percentile(latencies, 0.5)}, {"p95", Percentile(latencies, 0.95)}}}};
 }
 
@@ -330,6 +346,9 @@ std::string FormatScores(const std::vector<RunScore>& runs) {
   out += summary;
   if (const int n = s["unobservable_faults"].get<int>(); n > 0)
     StrAppend(&out, "unobservable faults ", n, " (could not show while they lasted; not counted)\n");
+  if (const int n = s["runs_with_the_lab_late"].get<int>(); n > 0)
+    StrAppend(&out, "runs in which the lab ran a second or more behind the wall clock: ", n,
+              " (a job stalled then is not counted against the detectors)\n");
   for (const char* group : {"by_kind", "by_tier"}) {
     if (s[group].empty()) continue;
     std::snprintf(line, sizeof line, "\n%-16s %7s %7s %7s\n", group[3] == 'k' ? "FAULT KIND" : "TIER", "FAULTS",

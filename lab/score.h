@@ -46,6 +46,7 @@ struct RunScore {
   std::vector<FaultScore> faults;
   std::vector<std::string> false_positives;  // "kind entity"
   int unobservable = 0;  // faults that could not show (truth.json "observable": false)
+  double lab_late_s = 0;  // how long the lab itself ran behind the wall clock (truth.json "lab_late")
   nlohmann::json ToJson() const;
 };
 

@@ -80,5 +80,35 @@ TEST(ScoreTest, TopOneIsJudgedOnWhatWasRaisedByTheHorizon) {
   EXPECT_TRUE(score->false_positives.empty());
 }
 
+// The lab itself fell behind the wall clock for 3 s (truth's "lab_late"):
+// a job whose last collective came just before that stalled on the lab, not
+// on the fabric. One whose last came well before it is still a finding
+// nothing explains.
+TEST(ScoreTest, AJobStalledWhileTheLabRanLateIsTheLabsDoing) {
+  testing::TempDir run;
+  testing::WriteFile(run / "topology.yaml", kTwoRacks);
+  nlohmann::json truth = {{"scenario", "late"}, {"start_unix_us", kStart}, {"duration_s", 60.0},
+                          {"faults", nlohmann::json::array()}, {"jobs", nlohmann::json::array()}};
+  truth["conditions"] = {{{"kind", "lab_late"},
+                          {"target", ""},
+                          {"start_unix_us", kStart + 40 * kSecond},
+                          {"end_unix_us", kStart + 43 * kSecond}}};
+  testing::WriteFile(run / "truth.json", truth.dump());
+  {
+    auto store = collector::Store::Open({.path = run / "collector.db", .relaxed_durability = true});
+    ASSERT_TRUE(store.ok()) << store.status();
+    v1::Anomaly on_the_lab = Anomaly(1, "job_stalled", "4711", 39.6, 45, v1::SEVERITY_CRITICAL);
+    on_the_lab.set_job("4711");
+    v1::Anomaly before = Anomaly(2, "job_stalled", "4712", 30, 35, v1::SEVERITY_CRITICAL);
+    before.set_job("4712");
+    const std::vector<v1::Anomaly> anomalies = {on_the_lab, before};
+    ASSERT_TRUE((*store)->anomalies().Write(anomalies).ok());
+  }
+  auto score = ScoreRun(run.path());
+  ASSERT_TRUE(score.ok()) << score.status();
+  EXPECT_EQ(score->false_positives, (std::vector<std::string>{"job_stalled 4712"}));
+  EXPECT_DOUBLE_EQ(score->lab_late_s, 3.0);
+}
+
 }  // namespace
 }  // namespace rocefab::lab
