@@ -719,16 +719,28 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       // has its own uplinks colliding into the spine whose link toward
       // this one is the hottest, that is where the placement went wrong:
       // this collision is its consequence, whichever was seen first.
-      if (toward)
-        if (auto into = uplinks_into.find(EntityDevice(hottest->e->entity));
-            into != uplinks_into.end() && into->second != key)
-          h.cause_key = into->second;
+      if (toward) {
+        const std::string spine = EntityDevice(hottest->e->entity);
+        const std::string* feeder = nullptr;
+        if (auto into = uplinks_into.find(spine); into != uplinks_into.end()) {
+          feeder = &into->second;
+        } else if (auto earlier = uplinks_into_.find(spine);
+                   earlier != uplinks_into_.end() && active_.count(earlier->second)) {
+          // A collision still open whose uplinks went unjudged this round
+          // (a reading not yet renewed) still feeds that spine.
+          feeder = &earlier->second;
+        }
+        if (feeder != nullptr && *feeder != key) h.cause_key = *feeder;
+      }
       im.key = key;
       hits->push_back(std::move(h));
     };
     for (auto& [device, ups] : device_uplinks) judge(device, ups, false);
     for (auto& [device, links] : device_downlinks) judge(device, links, true);
     toward_seen_ = std::move(toward_seen);
+    for (auto it = uplinks_into_.begin(); it != uplinks_into_.end();)
+      it = active_.count(it->second) ? std::next(it) : uplinks_into_.erase(it);
+    for (auto& [spine, key] : uplinks_into) uplinks_into_[spine] = std::move(key);
   }
 
   // Drops on a lossless queue. PFC should pause the sender before the class

@@ -302,6 +302,9 @@ class Detectors final {
     int64_t start_us = 0;
   };
   std::unordered_map<std::string, TowardSeen> toward_seen_;
+  // Spine -> the uplink collision (its key) that last fed it, while that
+  // collision is open: a collision toward a switch below is its consequence.
+  std::unordered_map<std::string, std::string> uplinks_into_;
   std::map<std::string, std::pair<size_t, Footprint>> footprints_;  // job -> (its ranks, footprint)
   ComponentLog components_;
   std::string key_;  // reused by Observe
