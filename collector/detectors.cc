@@ -585,8 +585,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // uplinks, or its links toward a switch the flows from its tier collide
   // on. What a switch paused by it relays.
   std::unordered_map<std::string, std::string> device_collision;
-  std::unordered_map<std::string, TowardSeen> toward_seen;  // this evaluation's toward_seen_
-  std::unordered_set<std::string> toward_pending;             // congested links of a collision not yet lasting
+  std::unordered_map<std::string, CollisionSeen> collision_seen;  // this evaluation's collision_seen_
+  std::unordered_set<std::string> collision_pending;             // congested links of a collision not yet lasting
   {
     // A link that is down or flapping moves load, on its switches and on
     // those that route around it (routes withdrawn); a slow one queues at
@@ -663,12 +663,12 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         int64_t oldest = std::numeric_limits<int64_t>::max(), newest = 0;
         for (const Uplink& u : ups) oldest = std::min(oldest, u.e->ts_us), newest = std::max(newest, u.e->ts_us);
         const std::string seen_key = toward ? device : StrCat(device, "|uplinks");
-        const auto seen = toward_seen_.find(seen_key);
-        const TowardSeen first = seen != toward_seen_.end() ? seen->second : TowardSeen{newest, h.start_us};
-        toward_seen[seen_key] = first;
-        if (seen == toward_seen_.end() || oldest <= first.newest_us) {
+        const auto seen = collision_seen_.find(seen_key);
+        const CollisionSeen first = seen != collision_seen_.end() ? seen->second : CollisionSeen{newest, h.start_us};
+        collision_seen[seen_key] = first;
+        if (seen == collision_seen_.end() || oldest <= first.newest_us) {
           for (const Uplink& u : ups)
-            if (own_congestion(u)) toward_pending.insert(u.e->entity);
+            if (own_congestion(u)) collision_pending.insert(u.e->entity);
           return;
         }
         h.start_us = std::min(h.start_us, first.start_us);
@@ -737,7 +737,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     };
     for (auto& [device, ups] : device_uplinks) judge(device, ups, false);
     for (auto& [device, links] : device_downlinks) judge(device, links, true);
-    toward_seen_ = std::move(toward_seen);
+    collision_seen_ = std::move(collision_seen);
     for (auto it = uplinks_into_.begin(); it != uplinks_into_.end();)
       it = active_.count(it->second) ? std::next(it) : uplinks_into_.erase(it);
     for (auto& [spine, key] : uplinks_into) uplinks_into_[spine] = std::move(key);
@@ -957,7 +957,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           // The deep queue is a link toward a switch whose links from this
           // tier collide: the same.
           congestion_origin[device] = toward->second;
-        } else if (toward_pending.count(worst->e->entity)) {
+        } else if (collision_pending.count(worst->e->entity)) {
           // A link toward a switch that may be a collision, judged at the
           // next readings: neither a hot spot nor an origin yet.
         } else if (auto lost = device_lost_uplink.find(device);

@@ -295,13 +295,14 @@ class Detectors final {
     double marks = 0, packets = 0;
   };
   std::unordered_map<std::string, Congested> own_congested_;
-  // Switch -> the links toward it from the tier above looked collided
-  // since the evaluation whose newest reading was `newest_us`.
-  struct TowardSeen {
+  // A group of links (a switch's uplinks, "<switch>|uplinks", or the links
+  // toward it from the tier above, "<switch>") looked collided since the
+  // evaluation whose newest reading was `newest_us`.
+  struct CollisionSeen {
     int64_t newest_us = 0;
     int64_t start_us = 0;
   };
-  std::unordered_map<std::string, TowardSeen> toward_seen_;
+  std::unordered_map<std::string, CollisionSeen> collision_seen_;
   // Spine -> the uplink collision (its key) that last fed it, while that
   // collision is open: a collision toward a switch below is its consequence.
   std::unordered_map<std::string, std::string> uplinks_into_;

@@ -243,8 +243,9 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
         collisions.push_back({c.value("start_unix_us", int64_t{0}), c.value("end_unix_us", int64_t{0}) + grace,
                               c.value("target", "")});
       if (kind == "lab_late") {
-        lab_late.push_back({c.value("start_unix_us", int64_t{0}) - kPollUs, c.value("end_unix_us", int64_t{0}), ""});
-        score.lab_late_s += static_cast<double>(lab_late.back().end - lab_late.back().start - kPollUs) / 1e6;
+        const int64_t from = c.value("start_unix_us", int64_t{0}), to = c.value("end_unix_us", int64_t{0});
+        lab_late.push_back({from - kPollUs, to, ""});
+        score.lab_late_s += static_cast<double>(to - from) / 1e6;
       }
     }
   for (const auto& a : *anomalies) {
