@@ -85,6 +85,7 @@ constexpr CounterDef kCounters[] = {
     {"rate_bytes_per_second", SCOPE_PORT, S::kSwitch, "", "", G, W64, 1, false, false, "gauge; the port's negotiated speed"},
     {"pfcwd_storms_detected", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, false, true, "PFC watchdog"},
     {"pfcwd_storms_restored", SCOPE_PORT, S::kSwitch, "", "", C, W64, 1, false, true, "PFC watchdog"},
+    {"pfc_enabled", SCOPE_PORT, S::kSwitch, "", "", G, W64, 1, true, false, "gauge; 1: PFC on for the priority"},
     // Switch queue.
     {"queue_tx_bytes", SCOPE_QUEUE, S::kSwitch, "", "", C, W64, 1, false, true, ""},
     {"queue_tx_packets", SCOPE_QUEUE, S::kSwitch, "", "", C, W64, 1, false, true, ""},

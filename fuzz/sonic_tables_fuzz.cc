@@ -1,7 +1,8 @@
 // The sonic backend's readers of outside input: SONiC's database_config.json
 // (an input starting with '{') and the hashes of COUNTERS_DB, APPL_DB,
 // STATE_DB and CONFIG_DB, given as lines "<db>\t<key>\t<field>\t<value>"
-// (db: C counters, A appl, S state, G config), mapped to the vocabulary.
+// (db: C counters, A appl, S state, G config: a BUFFER_POOL's or a
+// PORT_QOS_MAP|<port>'s fields), mapped to the vocabulary.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -26,7 +27,9 @@ void Put(SonicTables* t, char db, const std::string& key, const std::string& fie
   } else if (db == 'S') {
     t->state_ports[key][field] = value;
   } else if (db == 'G') {
-    t->pool_config[key][field] = value;
+    // CONFIG_DB: "PORT_QOS_MAP|<port>" is a port's QoS map, anything else a pool.
+    if (key.rfind("PORT_QOS_MAP|", 0) == 0) t->port_qos[key.substr(13)][field] = value;
+    else t->pool_config[key][field] = value;
   }
 }
 

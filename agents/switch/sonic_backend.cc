@@ -259,6 +259,22 @@ SwitchReading MapSonicTables(const std::string& switch_name, const SonicTables& 
     if (counters == nullptr) reading.degraded.push_back(StrCat("COUNTERS:", oid, " of ", port, " is missing"));
     if (appl == nullptr) reading.degraded.push_back(StrCat("APPL_DB PORT_TABLE:", port, " is missing"));
     mapper.Port(port, counters != nullptr ? *counters : Hash{}, appl, Find(t.state_ports, port));
+    // PFC per priority as CONFIG_DB has it: pfc_enable lists the lossless
+    // priorities ("3,4"); the others are off. A port without the field
+    // reports nothing.
+    if (const Hash* qos = Find(t.port_qos, port))
+      if (const std::string* list = Find(*qos, "pfc_enable")) {
+        std::map<uint32_t, uint64_t> enabled;
+        for (uint32_t prio = 0; prio < 8; ++prio) enabled[prio] = 0;
+        bool bad = false;
+        for (absl::string_view item : absl::StrSplit(*list, ',', absl::SkipWhitespace())) {
+          uint32_t prio = 0;
+          if (ParseIndex(Trim(std::string_view(item.data(), item.size())), &prio) && prio < 8) enabled[prio] = 1;
+          else bad = true;
+        }
+        if (bad) ++reading.bad_values;
+        else reading.ports[port].per_prio["pfc_enabled"] = std::move(enabled);
+      }
   }
   if (t.queue_name_map.empty())
     reading.degraded.push_back("COUNTERS_QUEUE_NAME_MAP is missing (flex counter group QUEUE)");
@@ -340,6 +356,7 @@ absl::StatusOr<SonicTables> SonicBackend::Fetch() {
     state_cmds.push_back({"HGETALL", StrCat("PORT_TABLE|", port)});
   }
   for (const auto& [pool, _] : t.pool_name_map) pool_cmds.push_back({"HGETALL", StrCat("BUFFER_POOL|", pool)});
+  for (const auto& [port, _] : t.port_name_map) pool_cmds.push_back({"HGETALL", StrCat("PORT_QOS_MAP|", port)});
   auto appl = appl_.Pipeline(appl_cmds);
   if (!appl.ok()) return appl.status();
   auto state = state_.Pipeline(state_cmds);
@@ -355,6 +372,8 @@ absl::StatusOr<SonicTables> SonicBackend::Fetch() {
   i = 0;
   for (const auto& [pool, _] : t.pool_name_map)
     if (auto hash = (*pools)[i++].AsHash(); !hash.empty()) t.pool_config[pool] = std::move(hash);
+  for (const auto& [port, _] : t.port_name_map)
+    if (auto hash = (*pools)[i++].AsHash(); !hash.empty()) t.port_qos[port] = std::move(hash);
   return t;
 }
 

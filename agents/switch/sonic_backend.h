@@ -61,6 +61,7 @@ struct SonicTables {
   std::map<std::string, Hash> appl_ports;   // port -> APPL_DB PORT_TABLE:<port>
   std::map<std::string, Hash> state_ports;  // port -> STATE_DB PORT_TABLE|<port>
   std::map<std::string, Hash> pool_config;  // pool -> CONFIG_DB BUFFER_POOL|<pool>
+  std::map<std::string, Hash> port_qos;     // port -> CONFIG_DB PORT_QOS_MAP|<port>
 };
 
 // Maps the tables to the vocabulary (docs/counters.md, "SONiC"). Fields

@@ -144,6 +144,30 @@ TEST_F(SonicBackendTest, ReadsCountersDbIntoTheVocabulary) {
   EXPECT_TRUE(reading->degraded.empty());
 }
 
+// PFC per port and priority from CONFIG_DB's PORT_QOS_MAP: the listed
+// priorities on, the rest off; a port without pfc_enable reports nothing,
+// and a list that does not parse is counted, not half read.
+TEST_F(SonicBackendTest, PfcEnableListsAPortsLosslessPriorities) {
+  SonicBackend backend(layout_, "z1-ctsw01");
+  auto before = backend.ReadCounters();
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_FALSE(before->ports.at("Ethernet0").per_prio.count("pfc_enabled")) << "no pfc_enable field: not 0";
+  Run(layout_.config_db, {{"HSET", "PORT_QOS_MAP|Ethernet0", "pfc_enable", "4"},
+                          {"HSET", "PORT_QOS_MAP|Ethernet4", "pfc_enable", "3,x"}});
+  auto reading = backend.ReadCounters();
+  ASSERT_TRUE(reading.ok()) << reading.status();
+  const auto& e0 = reading->ports.at("Ethernet0").per_prio.at("pfc_enabled");
+  EXPECT_EQ(e0.size(), 8u);
+  EXPECT_EQ(e0.at(3), 0u) << "priority 3 is not in the list";
+  EXPECT_EQ(e0.at(4), 1u);
+  EXPECT_FALSE(reading->ports.at("Ethernet4").per_prio.count("pfc_enabled"));
+  EXPECT_EQ(reading->bad_values, before->bad_values + 1) << "'3,x' is counted";
+  Run(layout_.config_db, {{"HSET", "PORT_QOS_MAP|Ethernet0", "pfc_enable", "3, 4"}});
+  auto again = backend.ReadCounters();
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->ports.at("Ethernet0").per_prio.at("pfc_enabled").at(3), 1u);
+}
+
 // The fast path reads the ports' counter hashes alone, with the last full
 // read's port map and speeds.
 TEST_F(SonicBackendTest, TheFastPathReadsOnlyThePortCounterHashes) {
