@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <deque>
 #include <limits>
+#include <map>
+#include <set>
 #include <unordered_set>
 
 #include "absl/strings/str_join.h"
@@ -373,6 +375,14 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     double drops, packets, depth;  // depth -1: not reported
   };
   std::vector<Drop> lossless_drops;
+  // Ports and NICs that report PFC off on a lossless priority, by device.
+  struct PfcOff {
+    const EntityState* e;
+    uint32_t q;
+  };
+  std::map<std::string, std::vector<PfcOff>> device_pfc_off;
+  std::vector<std::pair<uint32_t, std::string>> pfc_keys;
+  for (uint32_t q : s_.lossless_priorities) pfc_keys.emplace_back(q, StrCat("pfc_enabled#", q));
   // Switch -> its fullest buffer pool's peak use, as a share of its size.
   std::unordered_map<std::string, double> device_pool_fill;
   // Switch -> its uplinks (ports facing a higher tier) and the share of
@@ -417,6 +427,9 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       p.unbroken = p.unbroken_us >= static_cast<double>(s_.storm_pause_us);
       if (p.tx >= s_.pause_ratio || p.rx >= s_.pause_ratio || p.storm_events > 0 || p.unbroken) pauses.push_back(p);
       port_rx[e.entity] = p.rx;
+      for (const auto& [q, on_key] : pfc_keys)
+        if (const Reading* on = Find(e, on_key); on != nullptr && on->value == 0)
+          device_pfc_off[EntityDevice(e.entity)].push_back({&e, q});
       // Any real pause received counts as a reason to relay one: pause
       // levels smear over a tree's hops within one interval.
       if (p.rx >= s_.pause_ratio / 5) device_paused[EntityDevice(e.entity)].push_back(e.entity);
@@ -750,15 +763,60 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // a queue or buffer threshold setting, not a lack of buffer. Otherwise
   // (the buffer full, PFC off there, a storm the watchdog drops, or no pool
   // reading) PFC is not protecting the class.
+  //
+  // PFC off on a lossless priority, as a port or NIC reports its own
+  // setting: that class drops there instead of pausing. A setting needs no
+  // traffic to be wrong, so it is named whether or not anything dropped
+  // yet. Several ports of one device name the device (its profile), as for
+  // ECN. Drops on the device, or on the device at the other end of one of
+  // those links (where what the port would not hold back arrives), are its
+  // consequence.
+  std::unordered_map<std::string, std::string> pfc_off_cause;  // device -> the finding's key
+  for (const auto& [device, offs] : device_pfc_off) {
+    std::set<std::string> ports;
+    for (const PfcOff& o : offs) ports.insert(o.e->entity);
+    const std::string entity = ports.size() >= 2 ? device : offs[0].e->entity;
+    Hit h{"pfc_misconfig", entity, v1::SEVERITY_CRITICAL, 1.0, 0};
+    std::set<uint32_t> prios;
+    for (const PfcOff& o : offs) {
+      const int64_t start = o.e->ts_us - static_cast<int64_t>(IntervalUs(*o.e));
+      h.start_us = h.start_us == 0 ? start : std::min(h.start_us, start);
+      h.evidence.push_back(Ev(*o.e, "pfc_enabled", 0, 0, StrCat("priority ", o.q, " is lossless; PFC is off")));
+      prios.insert(o.q);
+    }
+    std::string prio_list;
+    for (uint32_t q : prios) StrAppend(&prio_list, prio_list.empty() ? "" : ",", q);
+    h.summary = StrCat(ports.size(), " port(s) of ", device, " have PFC off on lossless priority ", prio_list,
+                       ": they neither pause their link partners nor obey their pauses, so the class drops "
+                       "instead of pausing");
+    const std::string key = StrCat(h.kind, "|", h.entity);
+    pfc_off_cause[device] = key;
+    for (const std::string& port : ports)
+      if (const std::string peer = PeerPort(topo, port); !peer.empty())
+        pfc_off_cause.try_emplace(EntityDevice(peer), key);
+    hits->push_back(std::move(h));
+  }
+  for (const auto& [device, key] : pfc_off_cause) pfc_off_seen_[device] = {key, now_us};
+  for (auto it = pfc_off_seen_.begin(); it != pfc_off_seen_.end();) {
+    // While a reading taken then can still be fresh, its counters may
+    // cover time the setting was off.
+    if (now_us - it->second.last_us > s_.stale_after_us) {
+      it = pfc_off_seen_.erase(it);
+    } else {
+      pfc_off_cause.try_emplace(it->first, it->second.key);
+      ++it;
+    }
+  }
   std::unordered_map<std::string, std::vector<const Drop*>> threshold_drops;  // by switch
   for (const Drop& d : lossless_drops) {
     const std::string device = EntityDevice(d.e->entity);
     const auto fill = device_pool_fill.find(device);
-    bool pfc_known_off = false;
+    const auto pfc_off = pfc_off_cause.find(device);
+    bool pfc_known_off = pfc_off != pfc_off_cause.end();
     for (const v1::SwitchStatus& st : context.switch_status)
       if (st.switch_name() == device && st.has_applied_qos() && !st.applied_qos().pfc_priorities().empty())
-        pfc_known_off = std::find(st.applied_qos().pfc_priorities().begin(), st.applied_qos().pfc_priorities().end(),
-                                  d.q) == st.applied_qos().pfc_priorities().end();
+        pfc_known_off |= std::find(st.applied_qos().pfc_priorities().begin(), st.applied_qos().pfc_priorities().end(),
+                                   d.q) == st.applied_qos().pfc_priorities().end();
     const auto rx = port_rx.find(d.e->entity);
     const bool held = rx != port_rx.end() && rx->second >= s_.pause_ratio / 5;
     if (fill != device_pool_fill.end() && fill->second < kThresholdDropFill && !pfc_known_off && !held) {
@@ -770,7 +828,11 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           d.e->ts_us - static_cast<int64_t>(interval_us)};
     h.evidence.push_back(Ev(*d.e, "queue_drops", d.drops, d.drops / (interval_us / 1e6), StrCat("queue ", d.q)));
     h.summary = StrCat(d.e->entity, " dropped ", Num(d.drops), " packets on lossless queue ", d.q,
-                       pfc_known_off ? ": PFC is not enabled on that priority" : ": PFC is not protecting it");
+                       pfc_off != pfc_off_cause.end()
+                           ? StrCat(": PFC is off at ", pfc_off->second.substr(pfc_off->second.find('|') + 1))
+                       : pfc_known_off ? ": PFC is not enabled on that priority"
+                                       : ": PFC is not protecting it");
+    if (pfc_off != pfc_off_cause.end()) h.cause_key = pfc_off->second;
     hits->push_back(std::move(h));
   }
   for (const auto& [device, drops] : threshold_drops) {

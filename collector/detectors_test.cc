@@ -644,6 +644,77 @@ TEST_F(DetectorsTest, DropsOfAQueueHeldByPausesAreNotAThresholdSetting) {
   EXPECT_NE(Active("lossless_drops", queue), nullptr);
 }
 
+// PFC off on the lossless priority is a setting: named as the port reports
+// it, with no traffic at all; several ports of one switch name the switch.
+// The drops it lets through, on its own switch or on the switch at the
+// other end of its link, are its consequence, never a threshold setting.
+TEST_F(DetectorsTest, PfcOffOnALosslessPriorityIsNamedFromThePortsOwnSetting) {
+  for (const char* port : {"z1-rtsw01/Ethernet8", "z1-ctsw01/Ethernet0", "z1-ctsw01/Ethernet4"})
+    for (uint32_t prio : {3u, 4u}) fabric_.Set(v1::SCOPE_PORT, port, "pfc_enabled", 1, prio);
+  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_used_bytes", 1'000'000);
+  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_size_bytes", 32'000'000);
+  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/Ethernet0", "queue_drops", 0, std::nullopt, 3);
+  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/Ethernet0", "queue_tx_packets", 0, std::nullopt, 3);
+  for (int s = 0; s < 3; ++s) Step(s);
+  EXPECT_EQ(Count("pfc_misconfig"), 0) << "PFC on everywhere";
+  // Off on a priority the fabric does not run lossless: nothing to say.
+  fabric_.Set(v1::SCOPE_PORT, "z1-ctsw01/Ethernet0", "pfc_enabled", 0, 4);
+  Step(3);
+  EXPECT_EQ(Count("pfc_misconfig"), 0) << "priority 4 is not in lossless_priorities";
+  // Off on priority 3 of one CTSW port: that port, with no traffic at all.
+  fabric_.Set(v1::SCOPE_PORT, "z1-ctsw01/Ethernet0", "pfc_enabled", 0, 3);
+  Step(4);
+  const v1::Anomaly* one = Active("pfc_misconfig", "z1-ctsw01/Ethernet0");
+  ASSERT_NE(one, nullptr);
+  EXPECT_EQ(one->severity(), v1::SEVERITY_CRITICAL);
+  // Drops on the switch at the other end of that link (z1-rtsw01), with its
+  // buffer nearly empty: what the port would not hold back, not a threshold.
+  fabric_.Add(v1::SCOPE_QUEUE, "z1-rtsw01/Ethernet0", "queue_drops", 500, std::nullopt, 3);
+  fabric_.Add(v1::SCOPE_QUEUE, "z1-rtsw01/Ethernet0", "queue_tx_packets", 100'000, std::nullopt, 3);
+  Step(5);
+  EXPECT_EQ(Count("buffer_threshold_drops"), 0);
+  const v1::Anomaly* drops = Active("lossless_drops", "z1-rtsw01/Ethernet0");
+  ASSERT_NE(drops, nullptr);
+  EXPECT_EQ(drops->caused_by(), one->id());
+  EXPECT_NE(drops->summary().find("z1-ctsw01/Ethernet0"), std::string::npos) << drops->summary();
+  // A second port of the switch: the switch's profile.
+  fabric_.Set(v1::SCOPE_PORT, "z1-ctsw01/Ethernet4", "pfc_enabled", 0, 3);
+  Step(6);
+  const v1::Anomaly* both = Active("pfc_misconfig", "z1-ctsw01");
+  ASSERT_NE(both, nullptr);
+  // Restored, and the first reading after still counts drops of the
+  // interval it was off in: still its consequence, not a threshold.
+  for (const char* port : {"z1-ctsw01/Ethernet0", "z1-ctsw01/Ethernet4"})
+    fabric_.Set(v1::SCOPE_PORT, port, "pfc_enabled", 1, 3);
+  fabric_.Add(v1::SCOPE_QUEUE, "z1-rtsw01/Ethernet0", "queue_drops", 200, std::nullopt, 3);
+  fabric_.Add(v1::SCOPE_QUEUE, "z1-rtsw01/Ethernet0", "queue_tx_packets", 100'000, std::nullopt, 3);
+  Step(7);
+  EXPECT_EQ(Count("buffer_threshold_drops"), 0);
+  drops = Active("lossless_drops", "z1-rtsw01/Ethernet0");
+  ASSERT_NE(drops, nullptr);
+  EXPECT_EQ(drops->caused_by(), both->id());
+  for (int s = 8; s < 14; ++s) Step(s);
+  EXPECT_EQ(Active("pfc_misconfig"), nullptr);
+  // Long after, drops with the buffer nearly empty and PFC on are a
+  // threshold setting again.
+  fabric_.Add(v1::SCOPE_QUEUE, "z1-rtsw01/Ethernet0", "queue_drops", 200, std::nullopt, 3);
+  fabric_.Add(v1::SCOPE_QUEUE, "z1-rtsw01/Ethernet0", "queue_tx_packets", 100'000, std::nullopt, 3);
+  Step(14);
+  EXPECT_NE(Active("buffer_threshold_drops", "z1-rtsw01/Ethernet0"), nullptr);
+}
+
+// A NIC reports its own PFC setting (dcbnl); off on the lossless priority
+// names the NIC.
+TEST_F(DetectorsTest, ANicWithPfcOffOnTheLosslessPriorityIsNamed) {
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_enabled", 1, 3);
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_1", "pfc_enabled", 1, 3);
+  for (int s = 0; s < 2; ++s) Step(s);
+  EXPECT_EQ(Count("pfc_misconfig"), 0);
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_1", "pfc_enabled", 0, 3);
+  Step(2);
+  EXPECT_NE(Active("pfc_misconfig", "z1-r01-h1/mlx5_1"), nullptr);
+}
+
 // A rack switch with four uplinks, one to each of four CTSWs.
 const char* kFourUplinks = R"yaml(
 switches:

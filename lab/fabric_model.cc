@@ -181,6 +181,7 @@ absl::Status FabricModel::CheckFaultTarget(const v1::FaultSpec& fault) const {
       if (fault.os_version().size() > 128) return bad("os_version is longer than 128 characters");
       return absl::OkStatus();
     case v1::FAULT_KIND_ECN_MISCONFIG:
+    case v1::FAULT_KIND_PFC_MISCONFIG:
       if (switch_index_.count(t)) return absl::OkStatus();
       if (auto it = port_index_.find(t); it != port_index_.end() && ports_[it->second].sw >= 0)
         return absl::OkStatus();
@@ -613,8 +614,10 @@ void FabricModel::ApplyFaults() {
     ports_[p].up = true;
     ports_[p].speed_gbps = topology_->proto().links(ports_[p].link).speed_gbps();
   }
+  for (PortState& p : ports_) p.pfc_on = p.sw < 0 || qos_[p.sw].lossless;
   for (Channel& ch : channels_) {
     ch.ecn_ok = true;
+    ch.pfc_off = false;
     ch.drop_rate = 0;
     ch.stuck = false;
     ch.storm_fraction = 0;
@@ -677,6 +680,22 @@ void FabricModel::ApplyFaults() {
           channels_[ports_[port].out_channel].ecn_ok = false;
         }
         break;
+      case v1::FAULT_KIND_PFC_MISCONFIG: {
+        // PFC is a link's agreement: with it off at one end, neither
+        // direction of the link holds its class back.
+        auto off = [&](int p) {
+          ports_[p].pfc_on = false;
+          const int link = ports_[p].link;
+          channels_[2 * link].pfc_off = channels_[2 * link + 1].pfc_off = true;
+        };
+        if (auto it = switch_index_.find(spec.target()); it != switch_index_.end()) {
+          for (size_t p = 0; p < ports_.size(); ++p)
+            if (ports_[p].sw == it->second) off(static_cast<int>(p));
+        } else {
+          off(port);
+        }
+        break;
+      }
       case v1::FAULT_KIND_ECMP_SKEW:
         switches_[switch_index_.at(spec.target())].ecmp_members = spec.ecmp_members() > 0 ? spec.ecmp_members() : 1;
         break;
@@ -808,7 +827,7 @@ void FabricModel::ComputeRates() {
     const Channel& ch = channels_[i];
     const SwitchQos* q = SenderQos(ch);
     if (q == nullptr) continue;
-    if (!q->lossless) obey[i] = 0;
+    if (!q->lossless || ch.pfc_off) obey[i] = 0;
     if (ch.wd_stormed && q->wd_mitigates()) {
       obey[i] = 0;
       // Drop discards the queue's packets; forward sends them to a receiver
@@ -897,8 +916,12 @@ void FabricModel::ComputeRates() {
     }
     for (const Flow& f : flows_)
       for (size_t h = 1; h < f.path.size(); ++h)
-        if (pause_from[f.path[h]] > 0)
-          next[f.path[h - 1]] = std::max(next[f.path[h - 1]], pause_from[f.path[h]]);
+        if (pause_from[f.path[h]] > 0) {
+          // Arriving over a link without PFC for the class, the excess
+          // cannot be held back: the queue drops it.
+          if (channels_[f.path[h - 1]].pfc_off) drop[f.path[h]] = std::max(drop[f.path[h]], pause_from[f.path[h]]);
+          else next[f.path[h - 1]] = std::max(next[f.path[h - 1]], pause_from[f.path[h]]);
+        }
     // Pauses only grow within a tick: the queue that caused one stays at
     // XOFF for as long as the excess lasts, even though the pause itself
     // lowers what arrives. Monotone rounds also converge.

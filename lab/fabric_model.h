@@ -83,6 +83,9 @@ struct PortState {
   int out_channel = -1, in_channel = -1;
   bool up = true;
   double speed_gbps = 400;
+  // PFC on the RoCE priority, as the port reports it (pfc_enabled): off
+  // under a pfc_misconfig fault, or where its switch's QoS has the class lossy.
+  bool pfc_on = true;
   PortCounters c;
 };
 
@@ -208,6 +211,9 @@ class FabricModel final {
     double capacity_Bps = 0;
     bool up = true;
     bool ecn_ok = true;
+    // PFC off at either end for the RoCE priority (pfc_misconfig): the
+    // receiver never asks this sender to pause, or the sender ignores it.
+    bool pfc_off = false;
     double drop_rate = 0;
     // Per tick.
     double load = 0, carried = 0, paused = 0, mark = 0, queue = 0;

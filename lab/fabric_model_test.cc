@@ -172,6 +172,36 @@ faults:
   EXPECT_GT(from_ctsw, 0);
 }
 
+// The same congestion with PFC off at every port of one CTSW: the links it
+// ends are lossy for the class, so what its pauses (and the pauses toward
+// it) would have held back is dropped, and it reports PFC off.
+TEST(FabricModel, PfcOffOnASwitchDropsWhatPausesWouldHaveHeld) {
+  auto run = [](bool pfc_off) {
+    auto model = Model(std::string(R"(
+jobs: [{id: "1", num_hosts: 8, placement: spread}]
+faults:
+  - {kind: ecn_misconfig, target: z1-ctsw01, at_s: 0}
+  - {kind: ecn_misconfig, target: z1-ctsw02, at_s: 0}
+)") + (pfc_off ? "  - {kind: pfc_misconfig, target: z1-ctsw01, at_s: 0}\n" : ""));
+    for (int i = 0; i < 6; ++i) model->Step(0.5, nullptr);
+    return model;
+  };
+  auto healthy = run(false), off = run(true);
+  auto sum = [](const FabricModel& m, const std::string& device, bool drops) {
+    double total = 0;
+    for (const PortState& port : m.ports())
+      if (device.empty() || port.device == device) total += drops ? port.c.queue_drops : port.c.pfc_tx_frames;
+    return total;
+  };
+  EXPECT_EQ(sum(*healthy, "", true), 0) << "PFC holds the class: nothing drops";
+  EXPECT_GT(sum(*healthy, "z1-ctsw01", false), 0);
+  EXPECT_GT(sum(*off, "", true), 0) << "the excess PFC no longer holds is dropped";
+  EXPECT_EQ(sum(*off, "z1-ctsw01", false), 0) << "no pause asked over a link without PFC";
+  EXPECT_GT(sum(*off, "z1-ctsw02", false), 0) << "the other CTSW still pauses";
+  for (const PortState& port : off->ports())
+    if (port.sw >= 0) EXPECT_EQ(port.pfc_on, port.device != "z1-ctsw01") << port.device << "/" << port.name;
+}
+
 TEST(FabricModel, PfcStormStartsAtTheNicAndSpreadsUpstream) {
   auto model = Model(R"(
 jobs: [{id: "1", num_hosts: 8, placement: spread}]
@@ -413,6 +443,8 @@ faults: [{kind: straggler, target: z1-r01-h1/mlx5_0}])",
 faults: [{kind: lossy_link, target: z1-r01-h1/mlx5_0, drop_rate: 1.5}])",
            R"(jobs: [{id: "1", num_hosts: 2}]
 faults: [{kind: ecn_misconfig, target: z1-r01-h1}])",
+           R"(jobs: [{id: "1", num_hosts: 2}]
+faults: [{kind: pfc_misconfig, target: z1-r01-h1/mlx5_0}])",
            R"(jobs: [{id: "1", num_hosts: 2}, {id: "2", num_hosts: 2}]
 faults: [{kind: job_contention, target: "3", victim: "1"}])",
            R"(jobs: [{id: "1", num_hosts: 2}, {id: "2", num_hosts: 2}]

@@ -191,7 +191,8 @@ bool DrawFault(Draw& d, const Topology& topo, const Healthy& h, double duration_
   static const std::vector<v1::FaultKind> kKinds = {
       v1::FAULT_KIND_PFC_STORM,       v1::FAULT_KIND_LINK_FLAP,      v1::FAULT_KIND_LOSSY_LINK,
       v1::FAULT_KIND_DEGRADED_LINK,   v1::FAULT_KIND_ECN_MISCONFIG, v1::FAULT_KIND_STRAGGLER,
-      v1::FAULT_KIND_NIC_DOWN,        v1::FAULT_KIND_BUFFER_THRESHOLD, v1::FAULT_KIND_ECMP_SKEW};
+      v1::FAULT_KIND_NIC_DOWN,        v1::FAULT_KIND_BUFFER_THRESHOLD, v1::FAULT_KIND_ECMP_SKEW,
+      v1::FAULT_KIND_PFC_MISCONFIG};
   for (int attempt = 0; attempt < 20; ++attempt) {
     f->Clear();
     f->set_kind(d.Pick(kKinds));
@@ -230,6 +231,19 @@ bool DrawFault(Draw& d, const Topology& topo, const Healthy& h, double duration_
         // spread when healthy: squeezed onto fewer members they collide.
         for (const auto& [sw, load] : h.uplink_load_by_switch) candidates.push_back(sw);
         break;
+      case v1::FAULT_KIND_PFC_MISCONFIG: {
+        // A switch port on a loaded link, or a switch with one, of any tier.
+        std::set<std::string> ports, switches;
+        for (const auto& [tier, links] : h.loaded_links)
+          for (int link : links) {
+            const v1::TopoLink& l = topo.proto().links(link);
+            for (const std::string& end : {l.a(), l.b()})
+              if (topo.FindSwitch(EntityDevice(end)) != nullptr) ports.insert(end), switches.insert(EntityDevice(end));
+          }
+        const std::set<std::string>& from = d.Chance(0.5) ? ports : switches;
+        candidates.assign(from.begin(), from.end());
+        break;
+      }
       case v1::FAULT_KIND_ECN_MISCONFIG:
         if (d.Chance(0.5)) {
           candidates = h.marking_ports;

@@ -63,7 +63,7 @@ TEST(Generate, ASampleCoversKindsTiersOverlapsCollectivesAndSizes) {
       EXPECT_TRUE(devices.insert(EntityDevice(f.target())).second) << s->name() << ": two faults on one device";
     }
   }
-  EXPECT_EQ(kinds.size(), 11u) << ::testing::PrintToString(kinds);
+  EXPECT_EQ(kinds.size(), 12u) << ::testing::PrintToString(kinds);
   EXPECT_GE(tiers.size(), 4u) << ::testing::PrintToString(tiers);
   EXPECT_EQ(collectives.size(), 4u);
   EXPECT_GE(host_counts.size(), 3u);

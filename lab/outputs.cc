@@ -212,6 +212,7 @@ absl::Status OutputWriter::WriteCounters(int64_t now_us) {
           {"pfc_tx_pause_us", {{"3", U(c.pfc_tx_us)}}},
           {"pfcwd_storms_detected", {{"3", U(c.pfcwd_detected)}}},
           {"pfcwd_storms_restored", {{"3", U(c.pfcwd_restored)}}},
+          {"pfc_enabled", {{"3", port.pfc_on ? 1 : 0}}},
           {"queues", {{"3", std::move(queue)}}}};
     }
   }

@@ -47,6 +47,7 @@ bool FindingFitsFault(const std::string& fault_kind, const std::string& finding_
       {"lossy_link", {"link_errors"}},
       {"degraded_link", {"link_degraded"}},
       {"ecn_misconfig", {"ecn_misconfig"}},
+      {"pfc_misconfig", {"pfc_misconfig"}},
       {"straggler", {"straggler"}},
       {"nic_down", {"link_down"}},
       {"buffer_threshold", {"buffer_threshold_drops"}},

@@ -353,6 +353,16 @@ TEST(Lab, ALatencyRegressionIsNamedFromWhatChangedOnTheJobsPaths) {
   EXPECT_NE(out.find("playbooks/latency_regression.md"), std::string::npos) << out;
 }
 
+// PFC off on one RTSW uplink while the CTSW above it, without ECN, must
+// pause it: both settings are named as causes, and the drops the link lets
+// through are the PFC setting's consequence, not a threshold of their own.
+TEST(Lab, PfcOffOnOnePortIsNamedAndTheDropsItLetsThroughAreItsConsequence) {
+  const std::string out = RunAndDiagnose("ecn_and_pfc_misconfig.yaml", "4720");
+  EXPECT_NE(out.find("pfc_misconfig on z1-rtsw04/Ethernet112"), std::string::npos) << out;
+  EXPECT_NE(out.find("playbooks/pfc_misconfig.md"), std::string::npos) << out;
+  EXPECT_EQ(out.find("buffer_threshold_drops"), std::string::npos) << out;
+}
+
 // A sample of the generated corpus (docs/lab.md, "Generated scenarios"):
 // fabric, jobs, faults, severities and timings drawn from a fixed seed that
 // nobody tuned the detectors on, scored strictly (the top finding's kind
