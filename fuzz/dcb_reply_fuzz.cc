@@ -1,5 +1,5 @@
 // dcbnl DCB_CMD_IEEE_GET replies as rocefab-hostd reads them from the
-// kernel (agents/host/roce_settings.h ParseDcbIeeeReply): the input is one
+// kernel (common/dcb.h ParseDcbIeeeReply): the input is one
 // netlink message, header included. Its length field is clamped to the
 // bytes given, as the socket layer guarantees; the rest is arbitrary.
 #include <linux/netlink.h>
@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint64_t> storage;
   nlmsghdr* header = rocefab::fuzz::NetlinkMessage(data, size, &storage);
   if (header == nullptr) return 0;
-  auto parsed = rocefab::hostd::ParseDcbIeeeReply(header);
+  auto parsed = rocefab::ParseDcbIeeeReply(header);
   if (parsed.ok()) {
     for (const auto& [dscp, prio] : parsed->dscp_to_prio)
       if (dscp >= 64 || prio >= 8) __builtin_trap();

@@ -159,8 +159,8 @@ int RocefabHostdMain(int argc, char** argv) {
   else ethtool = std::make_unique<hostd::TextEthtoolSource>(config.ethtool_dir());
   std::unique_ptr<hostd::NetlinkLinkSource> links;
   if (config.netlink()) links = std::make_unique<hostd::NetlinkLinkSource>();
-  std::unique_ptr<hostd::NetlinkDcbSource> dcb;
-  if (config.netlink()) dcb = std::make_unique<hostd::NetlinkDcbSource>();
+  std::unique_ptr<NetlinkDcbSource> dcb;
+  if (config.netlink()) dcb = std::make_unique<NetlinkDcbSource>();
   // RDMA netlink reads the running kernel's devices: only when sysfs is
   // that kernel's too, not a tree given with --sysfs-root (the lab's).
   std::unique_ptr<hostd::RdmaNetlinkSource> rdma_netlink;

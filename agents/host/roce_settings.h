@@ -21,6 +21,7 @@
 #include <string>
 
 #include "agents/host/rdma_sysfs.h"
+#include "common/dcb.h"
 #include "absl/status/statusor.h"
 #include "common/fs_root.h"
 
@@ -41,33 +42,6 @@ struct RoceSettings {
 // The files above for one RDMA port (its netdev may be empty).
 RoceSettings ReadRoceFiles(const FsRoot& sysfs, const std::string& device, uint32_t port,
                            const std::string& netdev, ReadHealth* health);
-
-// The PFC and APP parts of a DCB_CMD_IEEE_GET reply (its DCB_ATTR_IEEE
-// nest). InvalidArgument when the message is no such reply.
-struct DcbSettings {
-  std::optional<uint8_t> pfc_en;
-  std::map<uint32_t, uint32_t> dscp_to_prio;
-};
-absl::StatusOr<DcbSettings> ParseDcbIeeeReply(const nlmsghdr* reply);
-
-class DcbSource {
- public:
-  virtual ~DcbSource() = default;
-  virtual absl::StatusOr<DcbSettings> Read(const std::string& netdev) = 0;
-};
-
-// One NETLINK_ROUTE socket for RTM_GETDCB. One thread at a time.
-class NetlinkDcbSource final : public DcbSource {
- public:
-  NetlinkDcbSource();
-  ~NetlinkDcbSource() override;
-  NetlinkDcbSource(const NetlinkDcbSource&) = delete;
-  NetlinkDcbSource& operator=(const NetlinkDcbSource&) = delete;
-  absl::StatusOr<DcbSettings> Read(const std::string& netdev) override;
-
- private:
-  nl_sock* sock_ = nullptr;
-};
 
 // Fills the dcbnl part of `settings` from `dcb`.
 void MergeDcb(const DcbSettings& dcb, RoceSettings* settings);

@@ -47,6 +47,18 @@ LinuxBackend::LinuxBackend(std::string switch_name, std::string proc_sys_root)
     }
   }
   qos_ = LinuxQos(sock_);
+  dcb_ = std::make_unique<NetlinkDcbSource>();
+}
+
+void AddPfcEnabled(DcbSource& dcb, SwitchReading* reading) {
+  for (auto& [name, port] : reading->ports) {
+    auto settings = dcb.Read(name);
+    // No DCB on the port (veth, most virtual NICs), or no IEEE PFC from its
+    // driver: the setting is unknown, so nothing is reported, not 0.
+    if (!settings.ok() || !settings->pfc_en) continue;
+    auto& enabled = port.per_prio["pfc_enabled"];
+    for (uint32_t prio = 0; prio < 8; ++prio) enabled[prio] = (*settings->pfc_en >> prio) & 1;
+  }
 }
 
 LinuxBackend::~LinuxBackend() {
@@ -283,6 +295,7 @@ absl::StatusOr<SwitchReading> LinuxBackend::ReadCounters() {
     names[rtnl_link_get_ifindex(link)] = rtnl_link_get_name(link);
   }
   nl_cache_free(cache);
+  if (dcb_ != nullptr) AddPfcEnabled(*dcb_, &reading);
   nl_cache* qdiscs = nullptr;
   if (rtnl_qdisc_alloc_cache(counters_sock_, &qdiscs) < 0) {
     ++reading.bad_values;  // counted; port counters stand

@@ -9,7 +9,8 @@
 // with its reason where the device or kernel lacks it. Ports are interfaces
 // of the same name (Ethernet0 ...).
 //
-// Counters come from the kernel's link statistics (rtnetlink).
+// Counters come from the kernel's link statistics (rtnetlink), and each
+// port's PFC priorities (pfc_enabled) from dcbnl where the port has DCB.
 //
 // The counter half (the poll thread) and the config half (the gRPC threads,
 // which the ConfigApplier serializes) each have their own netlink socket: a
@@ -17,11 +18,13 @@
 // would interleave.
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "agents/switch/config_backend.h"
 #include "agents/switch/linux_qos.h"
 #include "agents/switch/switch_backend.h"
+#include "common/dcb.h"
 
 struct nl_sock;
 struct nl_msg;
@@ -59,6 +62,11 @@ class LinuxBackend final : public ConfigBackend, public SwitchBackend {
   nl_sock* counters_sock_ = nullptr;  // ReadCounters
   std::map<uint32_t, uint32_t> group_members_;  // group id -> member count installed
   LinuxQos qos_{nullptr};                        // on sock_
+  std::unique_ptr<DcbSource> dcb_;               // ReadCounters: its own socket
 };
+
+// Adds pfc_enabled{prio} to each port of `reading` whose dcbnl IEEE settings
+// `dcb` answers with a PFC part; ports without DCB get nothing.
+void AddPfcEnabled(DcbSource& dcb, SwitchReading* reading);
 
 }  // namespace rocefab::switchd

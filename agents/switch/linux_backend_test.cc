@@ -304,5 +304,49 @@ TEST_F(LinuxBackendTest, QosItemsAreAppliedWhereTheKernelCanAndUnsupportedWithAR
   for (const std::string& what : unchecked) std::cout << "not checked on this kernel: " << what << "\n";
 }
 
+// Each port's PFC priorities come from dcbnl where the port has DCB; a port
+// without it reports no pfc_enabled at all (unknown is not off).
+TEST_F(LinuxBackendTest, PfcEnabledIsReportedOnlyWherePortsAnswerDcbnl) {
+  LinuxBackend backend("z1-rtsw01");
+  std::string shown;
+  const bool dcb = Tool("dcb", {"pfc", "show", "dev", "Ethernet0"}, &shown);
+  if (dcb) ASSERT_TRUE(Tool("dcb", {"pfc", "set", "dev", "Ethernet0", "prio-pfc", "3:on"}, &shown)) << shown;
+  auto reading = backend.ReadCounters();
+  ASSERT_TRUE(reading.ok()) << reading.status();
+  ASSERT_TRUE(reading->ports.count("Ethernet0"));
+  const auto& per_prio = reading->ports.at("Ethernet0").per_prio;
+  if (dcb) {
+    ASSERT_TRUE(per_prio.count("pfc_enabled"));
+    EXPECT_EQ(per_prio.at("pfc_enabled").at(3), 1u);
+  } else {
+    EXPECT_FALSE(per_prio.count("pfc_enabled")) << "a veth without DCB has no PFC setting to report";
+    std::replace(shown.begin(), shown.end(), '\n', ' ');
+    std::cout << "not checked on this kernel: pfc_enabled read back from a port with DCB; these veth ports have "
+                 "none (dcb: "
+              << shown << ")\n";
+  }
+}
+
+// What a port's dcbnl answer becomes, with the kernel's answers given.
+TEST(AddPfcEnabled, ThePortsPfcMaskPerPriorityAndNothingWithoutAnAnswer) {
+  struct Fake : DcbSource {
+    absl::StatusOr<DcbSettings> Read(const std::string& netdev) override {
+      if (netdev == "Ethernet0") return DcbSettings{.pfc_en = uint8_t{0x18}, .dscp_to_prio = {}};
+      if (netdev == "Ethernet4") return DcbSettings{};  // DCB, but no IEEE PFC from the driver
+      return absl::UnimplementedError(netdev + " has no DCB");
+    }
+  } fake;
+  SwitchReading reading;
+  for (const char* port : {"Ethernet0", "Ethernet4", "Ethernet8"}) reading.ports[port].counters["rx_bytes"] = 1;
+  AddPfcEnabled(fake, &reading);
+  const auto& e0 = reading.ports.at("Ethernet0").per_prio.at("pfc_enabled");
+  EXPECT_EQ(e0.size(), 8u);
+  EXPECT_EQ(e0.at(3), 1u);
+  EXPECT_EQ(e0.at(4), 1u);
+  EXPECT_EQ(e0.at(0), 0u);
+  EXPECT_FALSE(reading.ports.at("Ethernet4").per_prio.count("pfc_enabled"));
+  EXPECT_FALSE(reading.ports.at("Ethernet8").per_prio.count("pfc_enabled"));
+}
+
 }  // namespace
 }  // namespace rocefab::switchd
