@@ -771,7 +771,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // ECN. Drops on the device, or on the device at the other end of one of
   // those links (where what the port would not hold back arrives), are its
   // consequence.
-  std::unordered_map<std::string, std::string> pfc_off_cause;  // device -> the finding's key
+  std::unordered_map<std::string, std::string> pfc_off_cause;  // device -> the finding's entity
   for (const auto& [device, offs] : device_pfc_off) {
     std::set<std::string> ports;
     for (const PfcOff& o : offs) ports.insert(o.e->entity);
@@ -789,24 +789,17 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     h.summary = StrCat(ports.size(), " port(s) of ", device, " have PFC off on lossless priority ", prio_list,
                        ": they neither pause their link partners nor obey their pauses, so the class drops "
                        "instead of pausing");
-    const std::string key = StrCat(h.kind, "|", h.entity);
-    pfc_off_cause[device] = key;
+    pfc_off_cause[device] = entity;
     for (const std::string& port : ports)
       if (const std::string peer = PeerPort(topo, port); !peer.empty())
-        pfc_off_cause.try_emplace(EntityDevice(peer), key);
+        pfc_off_cause.try_emplace(EntityDevice(peer), entity);
     hits->push_back(std::move(h));
   }
-  for (const auto& [device, key] : pfc_off_cause) pfc_off_seen_[device] = {key, now_us};
-  for (auto it = pfc_off_seen_.begin(); it != pfc_off_seen_.end();) {
-    // While a reading taken then can still be fresh, its counters may
-    // cover time the setting was off.
-    if (now_us - it->second.last_us > s_.stale_after_us) {
-      it = pfc_off_seen_.erase(it);
-    } else {
-      pfc_off_cause.try_emplace(it->first, it->second.key);
-      ++it;
-    }
-  }
+  // While a reading taken when the setting was last off can still be
+  // fresh, its counters may cover time it was off.
+  for (const auto& [device, entity] : pfc_off_cause) pfc_off_seen_[device] = {entity, now_us};
+  std::erase_if(pfc_off_seen_, [&](const auto& seen) { return now_us - seen.second.last_us > s_.stale_after_us; });
+  for (const auto& [device, seen] : pfc_off_seen_) pfc_off_cause.try_emplace(device, seen.entity);
   std::unordered_map<std::string, std::vector<const Drop*>> threshold_drops;  // by switch
   for (const Drop& d : lossless_drops) {
     const std::string device = EntityDevice(d.e->entity);
@@ -828,11 +821,10 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           d.e->ts_us - static_cast<int64_t>(interval_us)};
     h.evidence.push_back(Ev(*d.e, "queue_drops", d.drops, d.drops / (interval_us / 1e6), StrCat("queue ", d.q)));
     h.summary = StrCat(d.e->entity, " dropped ", Num(d.drops), " packets on lossless queue ", d.q,
-                       pfc_off != pfc_off_cause.end()
-                           ? StrCat(": PFC is off at ", pfc_off->second.substr(pfc_off->second.find('|') + 1))
-                       : pfc_known_off ? ": PFC is not enabled on that priority"
-                                       : ": PFC is not protecting it");
-    if (pfc_off != pfc_off_cause.end()) h.cause_key = pfc_off->second;
+                       pfc_off != pfc_off_cause.end() ? StrCat(": PFC is off at ", pfc_off->second)
+                       : pfc_known_off                ? ": PFC is not enabled on that priority"
+                                                      : ": PFC is not protecting it");
+    if (pfc_off != pfc_off_cause.end()) h.cause_key = StrCat("pfc_misconfig|", pfc_off->second);
     hits->push_back(std::move(h));
   }
   for (const auto& [device, drops] : threshold_drops) {

@@ -287,11 +287,11 @@ class Detectors final {
   std::unordered_map<std::string, EntityState> entities_;  // scope char + entity
   // Switch -> time of its latest reading with a deep lossless egress queue.
   std::unordered_map<std::string, int64_t> deep_seen_us_;
-  // Device -> the pfc_misconfig finding that explains drops on it, and when
-  // a port last reported PFC off: a reading just after the setting is
-  // restored still counts drops of an interval it was off in.
+  // Device -> the entity of the pfc_misconfig finding that explains drops
+  // on it, and when a port last reported PFC off: a reading just after the
+  // setting is restored still counts drops of an interval it was off in.
   struct PfcOffSeen {
-    std::string key;
+    std::string entity;
     int64_t last_us = 0;
   };
   std::unordered_map<std::string, PfcOffSeen> pfc_off_seen_;

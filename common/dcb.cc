@@ -12,6 +12,12 @@
 
 namespace rocefab {
 
+std::map<uint32_t, uint64_t> PfcEnabledByPriority(uint8_t mask) {
+  std::map<uint32_t, uint64_t> enabled;
+  for (uint32_t prio = 0; prio < 8; ++prio) enabled[prio] = (mask >> prio) & 1;
+  return enabled;
+}
+
 absl::StatusOr<DcbSettings> ParseDcbIeeeReply(const nlmsghdr* reply) {
   if (reply == nullptr || reply->nlmsg_type != RTM_GETDCB ||
       reply->nlmsg_len < NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(dcbmsg)))

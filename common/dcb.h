@@ -23,6 +23,10 @@ struct DcbSettings {
 };
 absl::StatusOr<DcbSettings> ParseDcbIeeeReply(const nlmsghdr* reply);
 
+// The eight priorities of a PFC enable mask (bit p is priority p): 1 on,
+// 0 off, as the vocabulary's pfc_enabled gauge has them.
+std::map<uint32_t, uint64_t> PfcEnabledByPriority(uint8_t mask);
+
 class DcbSource {
  public:
   virtual ~DcbSource() = default;

@@ -689,8 +689,7 @@ void FabricModel::ApplyFaults() {
           channels_[2 * link].pfc_off = channels_[2 * link + 1].pfc_off = true;
         };
         if (auto it = switch_index_.find(spec.target()); it != switch_index_.end()) {
-          for (size_t p = 0; p < ports_.size(); ++p)
-            if (ports_[p].sw == it->second) off(static_cast<int>(p));
+          for (int ch : sw_out_[it->second]) off(channels_[ch].from);
         } else {
           off(port);
         }

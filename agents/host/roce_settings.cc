@@ -58,8 +58,7 @@ RoceSettings ReadRoceFiles(const FsRoot& sysfs, const std::string& device, uint3
 }
 
 void MergeDcb(const DcbSettings& dcb, RoceSettings* settings) {
-  if (dcb.pfc_en)
-    for (uint32_t prio = 0; prio < 8; ++prio) settings->pfc_enabled[prio] = (*dcb.pfc_en >> prio) & 1;
+  if (dcb.pfc_en) settings->pfc_enabled = PfcEnabledByPriority(*dcb.pfc_en);
   settings->dscp_to_prio = dcb.dscp_to_prio;
   settings->dscp_trust = dcb.dscp_to_prio.empty() ? 0 : 1;
 }

@@ -55,9 +55,7 @@ void AddPfcEnabled(DcbSource& dcb, SwitchReading* reading) {
     auto settings = dcb.Read(name);
     // No DCB on the port (veth, most virtual NICs), or no IEEE PFC from its
     // driver: the setting is unknown, so nothing is reported, not 0.
-    if (!settings.ok() || !settings->pfc_en) continue;
-    auto& enabled = port.per_prio["pfc_enabled"];
-    for (uint32_t prio = 0; prio < 8; ++prio) enabled[prio] = (*settings->pfc_en >> prio) & 1;
+    if (settings.ok() && settings->pfc_en) port.per_prio["pfc_enabled"] = PfcEnabledByPriority(*settings->pfc_en);
   }
 }
 
@@ -295,7 +293,7 @@ absl::StatusOr<SwitchReading> LinuxBackend::ReadCounters() {
     names[rtnl_link_get_ifindex(link)] = rtnl_link_get_name(link);
   }
   nl_cache_free(cache);
-  if (dcb_ != nullptr) AddPfcEnabled(*dcb_, &reading);
+  AddPfcEnabled(*dcb_, &reading);
   nl_cache* qdiscs = nullptr;
   if (rtnl_qdisc_alloc_cache(counters_sock_, &qdiscs) < 0) {
     ++reading.bad_values;  // counted; port counters stand

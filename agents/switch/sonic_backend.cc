@@ -264,16 +264,15 @@ SwitchReading MapSonicTables(const std::string& switch_name, const SonicTables& 
     // reports nothing.
     if (const Hash* qos = Find(t.port_qos, port))
       if (const std::string* list = Find(*qos, "pfc_enable")) {
-        std::map<uint32_t, uint64_t> enabled;
-        for (uint32_t prio = 0; prio < 8; ++prio) enabled[prio] = 0;
+        uint8_t mask = 0;
         bool bad = false;
         for (absl::string_view item : absl::StrSplit(*list, ',', absl::SkipWhitespace())) {
           uint32_t prio = 0;
-          if (ParseIndex(Trim(std::string_view(item.data(), item.size())), &prio) && prio < 8) enabled[prio] = 1;
+          if (ParseIndex(Trim(std::string_view(item.data(), item.size())), &prio) && prio < 8) mask |= 1u << prio;
           else bad = true;
         }
         if (bad) ++reading.bad_values;
-        else reading.ports[port].per_prio["pfc_enabled"] = std::move(enabled);
+        else reading.ports[port].per_prio["pfc_enabled"] = PfcEnabledByPriority(mask);
       }
   }
   if (t.queue_name_map.empty())
@@ -350,19 +349,19 @@ absl::StatusOr<SonicTables> SonicBackend::Fetch() {
     const RedisReply& reply = (*counters)[i];
     if (reply.type == RedisReply::Type::kArray && !reply.elements.empty()) t.counters[oids[i]] = reply.AsHash();
   }
-  std::vector<std::vector<std::string>> appl_cmds, state_cmds, pool_cmds;
+  std::vector<std::vector<std::string>> appl_cmds, state_cmds, config_cmds;
   for (const auto& [port, _] : t.port_name_map) {
     appl_cmds.push_back({"HGETALL", StrCat("PORT_TABLE:", port)});
     state_cmds.push_back({"HGETALL", StrCat("PORT_TABLE|", port)});
   }
-  for (const auto& [pool, _] : t.pool_name_map) pool_cmds.push_back({"HGETALL", StrCat("BUFFER_POOL|", pool)});
-  for (const auto& [port, _] : t.port_name_map) pool_cmds.push_back({"HGETALL", StrCat("PORT_QOS_MAP|", port)});
+  for (const auto& [pool, _] : t.pool_name_map) config_cmds.push_back({"HGETALL", StrCat("BUFFER_POOL|", pool)});
+  for (const auto& [port, _] : t.port_name_map) config_cmds.push_back({"HGETALL", StrCat("PORT_QOS_MAP|", port)});
   auto appl = appl_.Pipeline(appl_cmds);
   if (!appl.ok()) return appl.status();
   auto state = state_.Pipeline(state_cmds);
   if (!state.ok()) return state.status();
-  auto pools = config_.Pipeline(pool_cmds);
-  if (!pools.ok()) return pools.status();
+  auto config = config_.Pipeline(config_cmds);
+  if (!config.ok()) return config.status();
   size_t i = 0;
   for (const auto& [port, _] : t.port_name_map) {
     if (auto hash = (*appl)[i].AsHash(); !hash.empty()) t.appl_ports[port] = std::move(hash);
@@ -371,9 +370,9 @@ absl::StatusOr<SonicTables> SonicBackend::Fetch() {
   }
   i = 0;
   for (const auto& [pool, _] : t.pool_name_map)
-    if (auto hash = (*pools)[i++].AsHash(); !hash.empty()) t.pool_config[pool] = std::move(hash);
+    if (auto hash = (*config)[i++].AsHash(); !hash.empty()) t.pool_config[pool] = std::move(hash);
   for (const auto& [port, _] : t.port_name_map)
-    if (auto hash = (*pools)[i++].AsHash(); !hash.empty()) t.port_qos[port] = std::move(hash);
+    if (auto hash = (*config)[i++].AsHash(); !hash.empty()) t.port_qos[port] = std::move(hash);
   return t;
 }
 
