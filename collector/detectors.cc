@@ -398,6 +398,13 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // Egress queues that were congested in the interval: a lossless queue
   // that marked ECN, or is deep.
   std::unordered_set<std::string> queue_congested;
+  // Egress queues held deep (deep_queue_bytes, with the hysteresis of
+  // congested_prios) on a lossless priority: their depth now, and the
+  // share of packets they marked in the interval.
+  struct Full {
+    double depth = 0, marked = 0;
+  };
+  std::unordered_map<std::string, Full> queue_full;
   // Link speeds per device, for ports that came up slow before the
   // collector ever saw them fast.
   std::unordered_map<std::string, std::vector<double>> device_rates;
@@ -536,7 +543,12 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           if (depth->value >= static_cast<double>(s_.deep_queue_bytes)) e.congested_prios |= bit;
           else if (depth->value < kCongestedExitShare * static_cast<double>(s_.deep_queue_bytes))
             e.congested_prios &= ~bit;
-          if (e.congested_prios & bit) device_congested.insert(EntityDevice(e.entity));
+          if (e.congested_prios & bit) {
+            device_congested.insert(EntityDevice(e.entity));
+            Full& f = queue_full[e.entity];
+            f.depth = std::max(f.depth, depth->value);
+            if (packets > 0) f.marked = std::max(f.marked, marks / packets);
+          }
         }
         if (depth != nullptr && depth->value >= static_cast<double>(s_.deep_queue_bytes) && packets > 0)
           device_deep[EntityDevice(e.entity)].push_back(
@@ -599,6 +611,11 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // on. What a switch paused by it relays.
   std::unordered_map<std::string, std::string> device_collision;
   std::unordered_map<std::string, CollisionSeen> collision_seen;  // this evaluation's collision_seen_
+  // Switch whose uplinks are all full, and link toward a switch whose links
+  // from the tier above are: the oversubscription finding's key; and each
+  // such finding's links.
+  std::unordered_map<std::string, std::string> device_oversubscribed, toward_oversubscribed;
+  std::unordered_map<std::string, std::vector<std::string>> oversubscribed_ports;
   std::unordered_set<std::string> collision_pending;             // congested links of a collision not yet lasting
   {
     // A link that is down or flapping moves load, on its switches and on
@@ -750,6 +767,84 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     };
     for (auto& [device, ups] : device_uplinks) judge(device, ups, false);
     for (auto& [device, links] : device_downlinks) judge(device, links, true);
+    // Oversubscription: every link of a group held deep at once, on its own
+    // account (not paused from the far end), with no fault near and no
+    // collision among them. However ECMP spread the flows, the group was
+    // offered more than it carries: the tier above is short of capacity for
+    // this traffic (a job across zones on a CTSW's uplinks to the ATSWs).
+    // Its queues fill while ECN marks at its ceiling and the switch pauses
+    // its senders. Not a hot spot (no one queue stands out) nor a collision
+    // (no link has room). It must last as a collision must, for the same
+    // reasons.
+    auto oversubscribed = [&](const std::string& device, const std::vector<Uplink>& ups, bool toward) {
+      if (ups.size() < 2 || link_faulted.count(device)) return;
+      if (toward ? toward_imbalance.count(ups.front().e->entity) > 0 : device_imbalance.count(device) > 0) return;
+      double depth = 0, marked = 0, sum = 0;
+      for (const Uplink& u : ups) {
+        const auto full = queue_full.find(u.e->entity);
+        if (full == queue_full.end() || !own_congestion(u) || collision_pending.count(u.e->entity)) return;
+        const std::string sender = EntityDevice(u.e->entity), peer = PeerPort(topo, u.e->entity);
+        if (link_rerouted.count(toward ? sender : EntityDevice(peer)) || (toward && link_faulted.count(sender)))
+          return;
+        depth += full->second.depth;
+        marked = std::max(marked, full->second.marked);
+        sum += u.util;
+      }
+      const double n = static_cast<double>(ups.size());
+      const Uplink* first = &ups.front();
+      const double interval_us = IntervalUs(*first->e);
+      Hit h{"oversubscription", device, v1::SEVERITY_INFO,
+            std::min(1.0, depth / n / (4.0 * static_cast<double>(s_.deep_queue_bytes))),
+            first->e->ts_us - static_cast<int64_t>(interval_us)};
+      {
+        int64_t oldest = std::numeric_limits<int64_t>::max(), newest = 0;
+        for (const Uplink& u : ups) oldest = std::min(oldest, u.e->ts_us), newest = std::max(newest, u.e->ts_us);
+        const std::string seen_key = StrCat(device, toward ? "|toward-full" : "|uplinks-full");
+        const auto seen = collision_seen_.find(seen_key);
+        const CollisionSeen first_seen = seen != collision_seen_.end() ? seen->second : CollisionSeen{newest, h.start_us};
+        collision_seen[seen_key] = first_seen;
+        if (seen == collision_seen_.end() || oldest <= first_seen.newest_us) {
+          for (const Uplink& u : ups) collision_pending.insert(u.e->entity);
+          return;
+        }
+        h.start_us = std::min(h.start_us, first_seen.start_us);
+      }
+      std::vector<std::string>& ports = oversubscribed_ports[h.Key()];
+      for (const Uplink& u : ups) {
+        const Full& full = queue_full[u.e->entity];
+        const double bytes = Delta(*u.e, "tx_bytes");
+        h.evidence.push_back(Ev(*u.e, "tx_bytes", bytes, bytes / (interval_us / 1e6),
+                                StrCat("queue ", Num(full.depth), "B deep, ", Pct(full.marked), " of packets marked, at ",
+                                       Ratio(sum > 0 ? u.util * n / sum : 1), " the group's mean load")));
+        ports.push_back(u.e->entity);
+        (toward ? toward_oversubscribed[u.e->entity] : device_oversubscribed[device]) = h.Key();
+      }
+      // How much the switch can take in against what it can send on, by
+      // the topology's link speeds.
+      double below = 0, above = 0;
+      if (!toward && topo != nullptr)
+        for (const std::string& port : topo->PortsOf(device)) {
+          const std::string full = StrCat(device, "/", port);
+          const int link = topo->LinkOfPort(full);
+          const std::string peer = PeerPort(topo, full);
+          if (link < 0 || peer.empty()) continue;
+          const double speed = topo->proto().links(link).speed_gbps();
+          if (FacesUp(topo, device, EntityDevice(peer))) above += speed;
+          else if (TierOf(topo, EntityDevice(peer)) < TierOf(topo, device)) below += speed;
+        }
+      h.summary = StrCat(toward ? StrCat("every one of the ", ups.size(), " links toward ", device, " from the tier above")
+                                : StrCat("every one of the ", ups.size(), " uplinks of ", device),
+                         " is congested (queues ", Num(depth / n), "B deep on average, up to ", Pct(marked),
+                         " of packets marked) while no link is faulty and none has room: more traffic is offered to "
+                         "the group than it carries, however ECMP spreads it",
+                         above > 0 && below > above
+                             ? StrCat("; the switch has ", Num(below * 1e9), "b/s of links below and ", Num(above * 1e9),
+                                      "b/s above, ", Ratio(below / above), " oversubscribed")
+                             : "");
+      hits->push_back(std::move(h));
+    };
+    for (auto& [device, ups] : device_uplinks) oversubscribed(device, ups, false);
+    for (auto& [device, links] : device_downlinks) oversubscribed(device, links, true);
     collision_seen_ = std::move(collision_seen);
     for (auto it = uplinks_into_.begin(); it != uplinks_into_.end();)
       it = active_.count(it->second) ? std::next(it) : uplinks_into_.erase(it);
@@ -937,6 +1032,16 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     }
     return nullptr;
   };
+  // A group full on the paths of a job that lost a link: the lost link's
+  // flows, rehashed onto what is left, are what overfills it.
+  for (Hit& h : *hits)
+    if (h.kind == "oversubscription" && h.cause_key.empty())
+      if (const auto ports = oversubscribed_ports.find(h.Key()); ports != oversubscribed_ports.end())
+        for (const std::string& port : ports->second)
+          if (const std::string* key = lost_on_paths(port)) {
+            h.cause_key = *key;
+            break;
+          }
   std::vector<const Pause*> victims;
   for (const Pause& p : pauses) {
     const std::string device = EntityDevice(p.e->entity);
@@ -1026,6 +1131,17 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           // another link: the same, from a switch the lost link's flows
           // reached it through.
           congestion_origin[device] = *key;
+        } else if (auto full = device_oversubscribed.find(device);
+                   full != device_oversubscribed.end() && is_uplink(worst->e->entity) &&
+                   !congestion_origin.count(device)) {
+          // The deep queue is an uplink of a switch whose uplinks are all
+          // full: the group's shortfall is the origin of its pauses.
+          congestion_origin[device] = full->second;
+        } else if (auto toward = toward_oversubscribed.find(worst->e->entity);
+                   toward != toward_oversubscribed.end() && !congestion_origin.count(device)) {
+          // The deep queue is a link toward a switch whose links from this
+          // tier are all full: the same.
+          congestion_origin[device] = toward->second;
         } else if (!congestion_origin.count(device)) {
           // Marking, but DCQCN cannot hold it: congestion beyond ECN's reach.
           Hit h{"ecn_hotspot", worst->e->entity, v1::SEVERITY_WARNING,
@@ -1386,7 +1502,8 @@ void Detectors::DetectContention(const FabricContext& context, std::vector<Hit>*
   // switch of a switch-wide finding (its ECN or buffer profile).
   std::unordered_set<std::string> faulted_ports, faulted_devices;
   for (const Hit& h : *hits) {
-    if (h.job.empty() && !IsConsequenceKind(h.kind) && h.kind != "ecn_hotspot" && h.kind != "ecmp_imbalance") {
+    if (h.job.empty() && !IsConsequenceKind(h.kind) && h.kind != "ecn_hotspot" && h.kind != "ecmp_imbalance" &&
+        h.kind != "oversubscription") {
       if (h.entity.find('/') == std::string::npos) {
         faulted_devices.insert(h.entity);
         continue;
@@ -1461,9 +1578,17 @@ void Detectors::DetectContention(const FabricContext& context, std::vector<Hit>*
                        Pct(slowdown.drop), "; no fault is on those links");
     found.push_back(std::move(h));
   }
-  for (Hit& h : *hits)
+  for (Hit& h : *hits) {
     if (h.cause_key.empty() && (h.kind == "ecn_hotspot" || h.kind == "pfc_pause"))
       if (auto it = port_cause.find(h.entity); it != port_cause.end()) h.cause_key = it->second;
+    // A group the newcomer's traffic filled: its links are the evidence.
+    if (h.cause_key.empty() && h.kind == "oversubscription")
+      for (const v1::Evidence& ev : h.evidence)
+        if (auto it = port_cause.find(ev.entity()); it != port_cause.end()) {
+          h.cause_key = it->second;
+          break;
+        }
+  }
   for (Hit& h : found) hits->push_back(std::move(h));
 }
 

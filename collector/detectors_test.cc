@@ -889,6 +889,63 @@ TEST_F(EcmpImbalanceTest, LoadMovedOffADownUplinkIsNotACollision) {
   EXPECT_NE(Active("link_down"), nullptr);
 }
 
+// Every uplink held deep at once, evenly loaded, none paused from above:
+// the switch is offered more than its uplinks carry, however the hash
+// spreads it (a job across zones on a CTSW's uplinks to the ATSWs). The
+// deep queue is no hot spot and no collision, and the pauses the switch
+// sends are the shortfall's consequences. Named once it lasts.
+TEST_F(EcmpImbalanceTest, EveryUplinkHeldDeepIsOversubscriptionAndItsPausesAreItsConsequences) {
+  NicUnderTheSwitch();
+  Run(0, 3, {0.3, 0.3, 0.3, 0.3}, {});
+  for (const char* up : kUplinks) fabric_.Set(v1::SCOPE_QUEUE, up, "queue_depth_bytes", 1'500'000, std::nullopt, 3);
+  PauseTheNic();
+  Run(3, 4, {0.45, 0.44, 0.42, 0.40}, {0, 1, 2, 3});
+  EXPECT_EQ(Active("oversubscription"), nullptr) << "one reading: not yet lasting";
+  EXPECT_EQ(Active("ecn_hotspot"), nullptr) << "nor a hot spot meanwhile";
+  for (int s = 4; s < 7; ++s) {
+    PauseTheNic();
+    Run(s, s + 1, {0.45, 0.44, 0.42, 0.40}, {0, 1, 2, 3});
+  }
+  const auto* full = Active("oversubscription");
+  ASSERT_NE(full, nullptr);
+  EXPECT_EQ(full->entity(), "z1-rtsw01");
+  EXPECT_EQ(full->severity(), v1::SEVERITY_INFO) << "a capacity and placement matter: no page";
+  EXPECT_NE(full->summary().find("every one of the 4 uplinks of z1-rtsw01"), std::string::npos) << full->summary();
+  EXPECT_EQ(full->evidence_size(), 4) << "each uplink, with its queue";
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
+  EXPECT_GT(ExpectPausesCausedBy(full->id()), 0) << "the switch pauses the NIC";
+  // The job leaves: the queues drain and the finding clears.
+  for (const char* up : kUplinks) fabric_.Set(v1::SCOPE_QUEUE, up, "queue_depth_bytes", 0, std::nullopt, 3);
+  Run(7, 14, {0.1, 0.1, 0.1, 0.1}, {});
+  EXPECT_EQ(Active("oversubscription"), nullptr);
+}
+
+// One uplink deep while its siblings have room: not the group's shortfall.
+TEST_F(EcmpImbalanceTest, OneUplinkDeepWhileItsSiblingsHaveRoomIsNoOversubscription) {
+  Run(0, 3, {0.3, 0.3, 0.3, 0.3}, {});
+  fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 1'500'000, std::nullopt, 3);
+  Run(3, 8, {0.45, 0.44, 0.42, 0.40}, {0, 1, 2, 3});
+  EXPECT_EQ(Active("oversubscription"), nullptr);
+}
+
+// Uplinks all marking near line rate but not deep: DCQCN holds the load at
+// the group's capacity; nothing waits.
+TEST_F(EcmpImbalanceTest, UplinksMarkingButNotDeepAreNoOversubscription) {
+  Run(0, 6, {1.0, 0.97, 0.95, 0.93}, {0, 1, 2, 3});
+  EXPECT_EQ(Active("oversubscription"), nullptr);
+}
+
+// An uplink down leaves the others to carry its flows: their queues are the
+// lost link's doing, not a shortfall of the group.
+TEST_F(EcmpImbalanceTest, UplinksFullBesideADownOneAreNoOversubscription) {
+  Run(0, 3, {0.55, 0.55, 0.55, 0.55}, {});
+  fabric_.Set(v1::SCOPE_PORT, kUplinks[3], "link_up", 0);
+  for (const char* up : kUplinks) fabric_.Set(v1::SCOPE_QUEUE, up, "queue_depth_bytes", 1'500'000, std::nullopt, 3);
+  Run(3, 8, {0.75, 0.75, 0.75, 0.0}, {0, 1, 2, 3});
+  EXPECT_NE(Active("link_down"), nullptr);
+  EXPECT_EQ(Active("oversubscription"), nullptr);
+}
+
 // An uplink goes down and its flows rehash onto the others; one of them
 // queues deep enough that the switch pauses the NIC feeding it (a link
 // flap on a generated two-job fabric). That is the lost link's doing, not a
@@ -1012,6 +1069,23 @@ TEST_F(TowardImbalanceTest, EveryLinkTowardTheSwitchQueuingIsALackOfCapacity) {
     Run(s, s + 1, {1.0, 0.2}, true);
   }
   EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
+}
+
+// Both spines' links toward the rack held deep: the tier above is short of
+// capacity toward it, named by the switch the links lead to.
+TEST_F(TowardImbalanceTest, EveryLinkTowardTheSwitchHeldDeepIsOversubscription) {
+  Run(0, 3, {0.3, 0.3}, false);
+  fabric_.Set(v1::SCOPE_QUEUE, kToward[1], "queue_depth_bytes", 2'000'000, std::nullopt, 3);
+  for (int s = 3; s < 7; ++s) {
+    fabric_.Add(v1::SCOPE_QUEUE, kToward[1], "queue_ecn_marked_packets", 1'000, std::nullopt, 3);
+    Run(s, s + 1, {0.9, 0.85}, true);
+  }
+  const auto* full = Active("oversubscription");
+  ASSERT_NE(full, nullptr);
+  EXPECT_EQ(full->entity(), "z1-rtsw01");
+  EXPECT_NE(full->summary().find("links toward z1-rtsw01 from the tier above"), std::string::npos) << full->summary();
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
+  EXPECT_EQ(Active("ecn_hotspot"), nullptr);
 }
 
 // A spine that lost a link routes around it: load moved onto the other

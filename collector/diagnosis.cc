@@ -23,7 +23,7 @@ double BaseConfidence(const std::string& kind) {
   static const std::map<std::string, double> kBase = {
       {"link_down", 0.95},   {"pfc_storm", 0.92},     {"link_flap", 0.9},   {"link_errors", 0.88},
       {"link_degraded", 0.88}, {"ecn_misconfig", 0.88}, {"pfc_misconfig", 0.88}, {"lossless_drops", 0.85}, {"straggler", 0.85},
-      {"buffer_threshold_drops", 0.88}, {"ecmp_imbalance", 0.6}, {"job_contention", 0.8}, {"latency_regression", 0.8},
+      {"buffer_threshold_drops", 0.88}, {"ecmp_imbalance", 0.6}, {"oversubscription", 0.6}, {"job_contention", 0.8}, {"latency_regression", 0.8},
       {"ecn_hotspot", 0.7},  {"silent_loss", 0.55},   {"config_drift", 0.45}, {"pfc_pause", 0.4},
       {"buffer_high", 0.3},
   };

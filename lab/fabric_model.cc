@@ -1313,11 +1313,22 @@ void FabricModel::RecordCollisions(double dt) {
     }
     return capacity > 0 && busiest > 1.05 && busiest > 1.05 * offered / capacity;
   };
-  for (size_t sw = 0; sw < switches_.size(); ++sw) {
-    if (!collide(up[sw]) && !collide(down[sw])) continue;
-    auto& spans = collisions_[switches_[sw].name];
+  // Over-offered as a group: no spread would carry it.
+  auto exceed = [&](const std::vector<int>& group) {
+    double offered = 0, capacity = 0;
+    for (int c : group) {
+      offered += channels_[c].load;
+      capacity += channels_[c].capacity_Bps;
+    }
+    return capacity > 0 && offered > capacity;
+  };
+  auto record = [&](std::vector<std::pair<double, double>>& spans) {
     if (!spans.empty() && std::abs(spans.back().second - now_s_) < 1e-9) spans.back().second = now_s_ + dt;
     else spans.emplace_back(now_s_, now_s_ + dt);
+  };
+  for (size_t sw = 0; sw < switches_.size(); ++sw) {
+    if (collide(up[sw]) || collide(down[sw])) record(collisions_[switches_[sw].name]);
+    if (exceed(up[sw]) || exceed(down[sw])) record(oversubscribed_[switches_[sw].name]);
   }
 }
 

@@ -180,6 +180,12 @@ class FabricModel final {
   // spread over that group of links would have offered it. A fact of the
   // model, for the ground truth.
   const std::map<std::string, std::vector<std::pair<double, double>>>& collisions() const { return collisions_; }
+  // When a switch's uplinks, or the links toward it from the tier above,
+  // were offered more than their capacity as a group: the traffic exceeds
+  // what the tier provides, however it is spread. The same form.
+  const std::map<std::string, std::vector<std::pair<double, double>>>& oversubscribed() const {
+    return oversubscribed_;
+  }
   // The load each (source NIC, destination NIC) pair offers, bytes/s, last
   // tick: what a TE allocator's traffic matrix is built from.
   std::map<std::pair<std::string, std::string>, double> OfferedTraffic() const;
@@ -304,6 +310,7 @@ class FabricModel final {
   std::vector<Flow> flows_;
   std::vector<ActiveFault> faults_;
   std::map<std::string, std::vector<std::pair<double, double>>> collisions_;
+  std::map<std::string, std::vector<std::pair<double, double>>> oversubscribed_;
   struct AppliedRouting {
     v1::RoutingScheme scheme = v1::ROUTING_SCHEME_ECMP;
     uint32_t qp_scaling_hint = 0;

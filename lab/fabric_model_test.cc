@@ -120,6 +120,35 @@ TEST(FabricModel, CollisionsAreRecordedWhereFlowsShareAnUplinkWithOthersIdle) {
   EXPECT_GT(without, 0);
 }
 
+// An AllToAll across two zones sends half of each NIC's traffic over the
+// CTSWs' uplinks to the ATSWs, 7:1 oversubscribed: the model records every
+// CTSW over-offered as a group. The same job inside one zone, whose pod is
+// not oversubscribed, over-offers no group.
+TEST(FabricModel, OversubscriptionIsRecordedWhereAGroupIsOfferedMoreThanItCarries) {
+  TopologyParams params;
+  params.zones = 2;
+  params.racks_per_zone = 2;
+  params.hosts_per_rack = 2;
+  params.nics_per_host = 4;
+  params.ctsw_per_zone = 2;
+  params.atsw = 2;
+  auto topo = BuildGenerated(params);
+  ASSERT_TRUE(topo.ok()) << topo.status();
+  auto across = Model(R"(jobs: [{id: "1", hosts: [z1-r01-h1, z1-r02-h1, z2-r01-h1, z2-r02-h1],
+                                  collective: all_to_all, qps_per_connection: 4}])",
+                      *topo);
+  ASSERT_NE(across, nullptr);
+  across->Step(0.5, nullptr);
+  for (const char* ctsw : {"z1-ctsw01", "z1-ctsw02", "z2-ctsw01", "z2-ctsw02"})
+    EXPECT_EQ(across->oversubscribed().count(ctsw), 1u) << ctsw;
+  auto inside = Model(R"(jobs: [{id: "1", hosts: [z1-r01-h1, z1-r01-h2, z1-r02-h1, z1-r02-h2],
+                                  collective: all_to_all, qps_per_connection: 4}])",
+                      *topo);
+  ASSERT_NE(inside, nullptr);
+  inside->Step(0.5, nullptr);
+  EXPECT_TRUE(inside->oversubscribed().empty()) << inside->oversubscribed().begin()->first;
+}
+
 TEST(FabricModel, HashIsDeterministicAndSportSensitive) {
   auto model = Model(kSpreadJob);
   const int src = model->PortIndex("z1-r01-h1/mlx5_0");

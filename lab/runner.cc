@@ -365,11 +365,19 @@ nlohmann::json TruthJson(const v1::Scenario& scenario, const FabricModel& model,
     jobs.push_back({{"id", model.jobs()[j].id}, {"name", model.jobs()[j].name}, {"hosts", hosts}});
   }
   // Conditions of the model that are no injected fault but real all the
-  // same: flows colliding on a switch's uplinks (FabricModel::collisions).
+  // same: flows colliding on a switch's uplinks (FabricModel::collisions),
+  // and more offered to a group of links than it carries
+  // (FabricModel::oversubscribed).
   nlohmann::json conditions = nlohmann::json::array();
   for (const auto& [sw, spans] : model.collisions())
     for (const auto& [from_s, to_s] : spans)
       conditions.push_back({{"kind", "ecmp_collision"},
+                            {"target", sw},
+                            {"start_unix_us", start_unix_us + static_cast<int64_t>(from_s * 1e6)},
+                            {"end_unix_us", start_unix_us + static_cast<int64_t>(to_s * 1e6)}});
+  for (const auto& [sw, spans] : model.oversubscribed())
+    for (const auto& [from_s, to_s] : spans)
+      conditions.push_back({{"kind", "oversubscription"},
                             {"target", sw},
                             {"start_unix_us", start_unix_us + static_cast<int64_t>(from_s * 1e6)},
                             {"end_unix_us", start_unix_us + static_cast<int64_t>(to_s * 1e6)}});

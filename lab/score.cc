@@ -232,6 +232,9 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
   // while they last (and clear_grace_s after: a finding clears a little
   // after its cause).
   std::vector<Window> collisions;
+  // And more offered to a switch's group of links than it carries explains
+  // the finding that says so, the same way.
+  std::vector<Window> oversubscribed;
   // The lab fell behind the wall clock (runner.cc, "lab_late"): a job
   // whose last collective came in it, or within a poll interval before it,
   // stalled on the lab, not on the fabric.
@@ -243,6 +246,9 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
       if (kind == "ecmp_collision")
         collisions.push_back({c.value("start_unix_us", int64_t{0}), c.value("end_unix_us", int64_t{0}) + grace,
                               c.value("target", "")});
+      if (kind == "oversubscription")
+        oversubscribed.push_back({c.value("start_unix_us", int64_t{0}), c.value("end_unix_us", int64_t{0}) + grace,
+                                  c.value("target", "")});
       if (kind == "lab_late") {
         const int64_t from = c.value("start_unix_us", int64_t{0}), to = c.value("end_unix_us", int64_t{0});
         lab_late.push_back({from - kPollUs, to, ""});
@@ -254,11 +260,15 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     bool explained = false;
     if (a.kind() == "job_stalled")
       for (const Window& w : lab_late) explained |= a.start_us() >= w.start && a.start_us() <= w.end;
-    if (a.kind() == "ecmp_imbalance")
-      for (const Window& w : collisions)
+    auto during = [&](const std::vector<Window>& conditions) {
+      for (const Window& w : conditions)
         if (NamesTarget(**topology, w.target, a.entity()) && a.start_us() <= w.end &&
             (a.end_us() == 0 || a.end_us() >= w.start - grace))
-          explained = true;
+          return true;
+      return false;
+    };
+    if (a.kind() == "ecmp_imbalance") explained |= during(collisions);
+    if (a.kind() == "oversubscription") explained |= during(oversubscribed);
     for (const Window& w : windows) {
       if (NamesTarget(**topology, w.target, a.entity())) explained = true;
       if (IsConsequenceKind(a.kind()) && a.start_us() <= w.end && (a.end_us() == 0 || a.end_us() >= w.start))

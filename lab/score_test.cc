@@ -110,5 +110,34 @@ TEST(ScoreTest, AJobStalledWhileTheLabRanLateIsTheLabsDoing) {
   EXPECT_DOUBLE_EQ(score->lab_late_s, 3.0);
 }
 
+// The model offered a switch's uplinks more than they carry from 10 s to
+// 30 s (truth's "oversubscription"): the finding that says so then is
+// explained; one on a switch the model never over-offered is not.
+TEST(ScoreTest, OversubscriptionIsExplainedOnlyWhereAndWhenTheModelOverOffered) {
+  testing::TempDir run;
+  testing::WriteFile(run / "topology.yaml", kTwoRacks);
+  nlohmann::json truth = {{"scenario", "oversubscribed"}, {"start_unix_us", kStart}, {"duration_s", 60.0},
+                          {"faults", nlohmann::json::array()}, {"jobs", nlohmann::json::array()}};
+  truth["conditions"] = {{{"kind", "oversubscription"},
+                          {"target", "z1-rtsw01"},
+                          {"start_unix_us", kStart + 10 * kSecond},
+                          {"end_unix_us", kStart + 30 * kSecond}}};
+  testing::WriteFile(run / "truth.json", truth.dump());
+  {
+    auto store = collector::Store::Open({.path = run / "collector.db", .relaxed_durability = true});
+    ASSERT_TRUE(store.ok()) << store.status();
+    v1::Anomaly there = Anomaly(1, "oversubscription", "z1-rtsw01", 12, 13, v1::SEVERITY_INFO);
+    there.set_end_us(kStart + 31 * kSecond);
+    const v1::Anomaly elsewhere = Anomaly(2, "oversubscription", "z1-rtsw02", 12, 13, v1::SEVERITY_INFO);
+    v1::Anomaly later = Anomaly(3, "oversubscription", "z1-rtsw01", 45, 46, v1::SEVERITY_INFO);
+    const std::vector<v1::Anomaly> anomalies = {there, elsewhere, later};
+    ASSERT_TRUE((*store)->anomalies().Write(anomalies).ok());
+  }
+  auto score = ScoreRun(run.path());
+  ASSERT_TRUE(score.ok()) << score.status();
+  EXPECT_EQ(score->false_positives,
+            (std::vector<std::string>{"oversubscription z1-rtsw02", "oversubscription z1-rtsw01"}));
+}
+
 }  // namespace
 }  // namespace rocefab::lab
