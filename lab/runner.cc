@@ -369,18 +369,14 @@ nlohmann::json TruthJson(const v1::Scenario& scenario, const FabricModel& model,
   // and more offered to a group of links than it carries
   // (FabricModel::oversubscribed).
   nlohmann::json conditions = nlohmann::json::array();
-  for (const auto& [sw, spans] : model.collisions())
-    for (const auto& [from_s, to_s] : spans)
-      conditions.push_back({{"kind", "ecmp_collision"},
-                            {"target", sw},
-                            {"start_unix_us", start_unix_us + static_cast<int64_t>(from_s * 1e6)},
-                            {"end_unix_us", start_unix_us + static_cast<int64_t>(to_s * 1e6)}});
-  for (const auto& [sw, spans] : model.oversubscribed())
-    for (const auto& [from_s, to_s] : spans)
-      conditions.push_back({{"kind", "oversubscription"},
-                            {"target", sw},
-                            {"start_unix_us", start_unix_us + static_cast<int64_t>(from_s * 1e6)},
-                            {"end_unix_us", start_unix_us + static_cast<int64_t>(to_s * 1e6)}});
+  for (const auto& [kind, by_switch] : {std::pair{"ecmp_collision", &model.collisions()},
+                                         std::pair{"oversubscription", &model.oversubscribed()}})
+    for (const auto& [sw, spans] : *by_switch)
+      for (const auto& [from_s, to_s] : spans)
+        conditions.push_back({{"kind", kind},
+                              {"target", sw},
+                              {"start_unix_us", start_unix_us + static_cast<int64_t>(from_s * 1e6)},
+                              {"end_unix_us", start_unix_us + static_cast<int64_t>(to_s * 1e6)}});
   // Seconds in which the lab wrote nothing because it could not keep up
   // (a loaded machine): the counters and records of that time came late,
   // and a job seen completing nothing meanwhile is the lab's doing.
