@@ -198,6 +198,7 @@ void Detectors::Observe(const v1::TelemetryBatch& batch) {
       continue;
     }
     TrackUnbroken(e, es, since_us, 0, /*fast=*/false);
+    e.before_prev_ts_us = e.prev_ts_us;
     e.prev_ts_us = e.ts_us;
     e.ts_us = es.timestamp_us();
     // A reading replaces the last one; series it lacks are no longer known.
@@ -1052,9 +1053,20 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     // full reading is judged at its next one, so that a switch is never
     // called a storm's origin before its own state was read. A NIC's own
     // state (how much it is paused) comes with its fast readings.
+    // And a switch's full reading whose interval is more than twice the one
+    // before it (the first after its agent started, or one after a gap)
+    // averages the switch's state over time the run had no part in: the
+    // queues it filled and the pauses it received are diluted out of sight
+    // (a job starting 0.6 s into a 4.7 s first interval showed an RTSW
+    // pausing its NICs for 151 ms with every reason for it averaged below
+    // its threshold). The run is judged at the next reading.
+    const bool diluted =
+        !nic && (p.e->before_prev_ts_us == 0 ||
+                 p.e->ts_us - p.e->prev_ts_us > 2 * (p.e->prev_ts_us - p.e->before_prev_ts_us));
     const bool unbroken =
-        p.unbroken && (nic || static_cast<double>(p.e->ts_us) >
-                                  static_cast<double>(std::max(p.e->ts_us, p.e->fast_ts_us)) - p.unbroken_us);
+        p.unbroken && !diluted &&
+        (nic || static_cast<double>(p.e->ts_us) >
+                    static_cast<double>(std::max(p.e->ts_us, p.e->fast_ts_us)) - p.unbroken_us);
     if (p.tx < s_.pause_ratio && p.storm_events == 0 && !unbroken) {
       victims.push_back(&p);
       continue;

@@ -122,6 +122,7 @@ class Detectors final {
     v1::Scope scope = v1::SCOPE_UNSPECIFIED;
     std::string entity;
     int64_t ts_us = 0, prev_ts_us = 0;
+    int64_t before_prev_ts_us = 0;  // the full reading before prev_ts_us's
     int64_t consumed_ts_us = 0;  // evidence of this reading already counted
     std::unordered_map<std::string, Reading> series;
     struct ShapeEntry {

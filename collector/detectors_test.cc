@@ -330,6 +330,27 @@ TEST_F(DetectorsTest, ASwitchPortsUnbrokenRunIsJudgedAtItsNextFullReading) {
   EXPECT_NE(Active("pfc_storm", port), nullptr) << "judged with the switch's own state";
 }
 
+// A full reading after a gap (the agent's first after it started, or one
+// after a lost poll) averages the switch's state over seconds the run had
+// no part in: a port's unbroken run is judged at the next reading, whose
+// interval is the usual one. A job starting 0.6 s into a 4.7 s first
+// interval showed an RTSW pausing its NICs for 151 ms with its queues and
+// received pauses averaged below every threshold.
+TEST_F(DetectorsTest, ASwitchPortsUnbrokenRunIsNotJudgedOnAReadingAfterAGap) {
+  const std::string port = "z1-rtsw01/Ethernet0";
+  for (int s = 0; s <= 5; ++s) Step(s);
+  // No full reading from 5 s to 10 s; the fast path sees the run begin.
+  for (int tenth = 1; tenth <= 3; ++tenth) {
+    fabric_.Add(v1::SCOPE_PORT, port, "pfc_tx_pause_us", 100'000, 3);
+    detectors_.Observe(fabric_.Poll(kT0 + 9 * kSecond + 600'000 + tenth * 100'000, {port}));
+  }
+  Step(10);
+  EXPECT_EQ(Active("pfc_storm", port), nullptr) << "a 5 s interval after 1 s ones";
+  fabric_.Add(v1::SCOPE_PORT, port, "pfc_tx_pause_us", 1'000'000, 3);
+  Step(11);
+  EXPECT_NE(Active("pfc_storm", port), nullptr) << "the next reading, of the usual interval, shows it";
+}
+
 // Between the fast readings, the deltas wait for the next full reading: its
 // interval covers the whole second, so its pause share is the second's.
 TEST_F(DetectorsTest, AFullReadingAfterFastOnesSpansItsWholeInterval) {

@@ -353,6 +353,17 @@ TEST(Lab, ALatencyRegressionIsNamedFromWhatChangedOnTheJobsPaths) {
   EXPECT_NE(out.find("playbooks/latency_regression.md"), std::string::npos) << out;
 }
 
+// A job across two zones fills the CTSWs' uplinks to the ATSWs, built
+// oversubscribed: no fault, so no hot spot and no storm, but the capacity
+// shortfall named where the model over-offered a group, with the pauses it
+// causes as its consequences.
+TEST(Lab, AnAllToAllAcrossZonesIsOversubscriptionNotAHotSpot) {
+  const std::string out = RunAndDiagnose("cross_zone_alltoall.yaml", "4780");
+  EXPECT_NE(out.find("oversubscription"), std::string::npos) << out;
+  EXPECT_EQ(out.find("ecn_hotspot"), std::string::npos) << out;
+  EXPECT_EQ(out.find("pfc_storm"), std::string::npos) << out;
+}
+
 // PFC off on one RTSW uplink while the CTSW above it, without ECN, must
 // pause it: both settings are named as causes, and the drops the link lets
 // through are the PFC setting's consequence, not a threshold of their own.
