@@ -299,7 +299,16 @@ TEST(Lab, ShortenedSuiteFindsEveryFaultFirstAndNothingElse) {
   EXPECT_GE(suite["top1_accuracy"].get<double>(), 0.95) << out;
   EXPECT_EQ(suite["recall"], 1.0) << out;
   EXPECT_EQ(suite["false_positives"], 0) << out;
-  EXPECT_LE(suite["detection_latency_s"]["p95"].get<double>(), 2.0) << out;
+  // Detected within 2 s, plus whatever time the lab itself fell behind the
+  // wall clock in that run (truth's "lab_late": a loaded machine wrote the
+  // counters late, and the collector could not see them sooner).
+  for (const auto& run : suite["scenarios"])
+    for (const auto& fault : run["faults"]) {
+      const double late = run.value("lab_late_s", 0.0);
+      if (late > 0) std::cout << run["scenario"] << ": the lab ran " << late << " s late\n";
+      const auto& latency = fault["detection_latency_s"];
+      EXPECT_LE(latency.is_number() ? latency.get<double>() : 1e9, 2.0 + late) << run.dump();
+    }
 }
 
 // The paper's failure modes without a faulty element, end to end through
