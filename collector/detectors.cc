@@ -842,6 +842,17 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
                              ? StrCat("; the switch has ", Num(below * 1e9), "b/s of links below and ", Num(above * 1e9),
                                       "b/s above, ", Ratio(below / above), " oversubscribed")
                              : "");
+      // A switch whose uplinks and the links toward it are both full (a
+      // CTSW under traffic across zones, both ways): one finding, with both
+      // groups' evidence.
+      for (Hit& other : *hits)
+        if (other.kind == h.kind && other.entity == h.entity) {
+          for (v1::Evidence& ev : h.evidence) other.evidence.push_back(std::move(ev));
+          other.summary = StrCat(other.summary, "; ", h.summary);
+          other.magnitude = std::max(other.magnitude, h.magnitude);
+          other.start_us = std::min(other.start_us, h.start_us);
+          return;
+        }
       hits->push_back(std::move(h));
     };
     for (auto& [device, ups] : device_uplinks) oversubscribed(device, ups, false);

@@ -1109,6 +1109,42 @@ TEST_F(TowardImbalanceTest, EveryLinkTowardTheSwitchHeldDeepIsOversubscription) 
   EXPECT_EQ(Active("ecn_hotspot"), nullptr);
 }
 
+// A CTSW between its rack switch and two ATSWs, its two uplinks and the two
+// links toward it from the ATSWs all held deep (traffic across zones, both
+// ways): one finding for the switch, with both groups as evidence.
+TEST_F(DetectorsTest, ASwitchFullBothWaysIsOneOversubscription) {
+  UseTopology(R"yaml(
+switches:
+  - {name: z1-rtsw01, role: rtsw, zone: z1}
+  - {name: z1-ctsw01, role: ctsw, zone: z1}
+  - {name: atsw01, role: atsw}
+  - {name: atsw02, role: atsw}
+hosts:
+  - {name: z1-r01-h1, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.1}]}
+links:
+  - {a: z1-r01-h1/mlx5_0, b: z1-rtsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet8, b: z1-ctsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet12, b: z1-ctsw01/Ethernet4, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet16, b: z1-ctsw01/Ethernet8, speed_gbps: 400}
+  - {a: z1-ctsw01/Ethernet16, b: atsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-ctsw01/Ethernet20, b: atsw02/Ethernet0, speed_gbps: 400}
+)yaml");
+  const std::vector<const char*> full = {"z1-ctsw01/Ethernet16", "z1-ctsw01/Ethernet20", "atsw01/Ethernet0",
+                                         "atsw02/Ethernet0"};
+  QuietPorts({"z1-ctsw01/Ethernet16", "z1-ctsw01/Ethernet20", "atsw01/Ethernet0", "atsw02/Ethernet0"});
+  for (int s = 0; s < 2; ++s) SendSecond(s, full, {0.3, 0.3, 0.3, 0.3}, 0);
+  for (const char* port : full) fabric_.Set(v1::SCOPE_QUEUE, port, "queue_depth_bytes", 1'500'000, std::nullopt, 3);
+  for (int s = 2; s < 6; ++s) SendSecond(s, full, {0.4, 0.4, 0.4, 0.4}, 0);
+  EXPECT_EQ(Count("oversubscription"), 1);
+  const auto* one = Active("oversubscription", "z1-ctsw01");
+  ASSERT_NE(one, nullptr);
+  EXPECT_EQ(one->evidence_size(), 4) << "both groups' links";
+  EXPECT_NE(one->summary().find("uplinks of z1-ctsw01"), std::string::npos) << one->summary();
+  EXPECT_NE(one->summary().find("links toward z1-ctsw01"), std::string::npos) << one->summary();
+  EXPECT_NE(one->summary().find("1.5x oversubscribed"), std::string::npos) << "3 links below, 2 above: "
+                                                                            << one->summary();
+}
+
 // A spine that lost a link routes around it: load moved onto the other
 // spine's link is no collision.
 TEST_F(TowardImbalanceTest, LoadMovedByASpinesDownLinkIsNotACollision) {
