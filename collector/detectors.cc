@@ -734,17 +734,15 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
                  Ratio(coldest->util / mean), ") while no link is faulty: ECMP placed the traffic unevenly");
       // A switch whose uplinks and the links toward it both collide: one
       // finding, with both groups' evidence.
+      h.summary = summary;
       if (!im.key.empty()) {
         for (Hit& other : *hits)
           if (StrCat(other.kind, "|", other.entity) == key) {
-            for (v1::Evidence& ev : h.evidence) other.evidence.push_back(std::move(ev));
-            other.summary = StrCat(other.summary, "; ", summary);
-            other.magnitude = std::max(other.magnitude, h.magnitude);
-            other.start_us = std::min(other.start_us, h.start_us);
+            other.Absorb(std::move(h));
+            break;
           }
         return;
       }
-      h.summary = summary;
       // Flows collide on the links toward a switch because the switches
       // upstream hashed them onto one spine. Where one of those switches
       // has its own uplinks colliding into the spine whose link toward
@@ -847,10 +845,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       // groups' evidence.
       for (Hit& other : *hits)
         if (other.kind == h.kind && other.entity == h.entity) {
-          for (v1::Evidence& ev : h.evidence) other.evidence.push_back(std::move(ev));
-          other.summary = StrCat(other.summary, "; ", h.summary);
-          other.magnitude = std::max(other.magnitude, h.magnitude);
-          other.start_us = std::min(other.start_us, h.start_us);
+          other.Absorb(std::move(h));
           return;
         }
       hits->push_back(std::move(h));
@@ -1854,6 +1849,13 @@ void Detectors::DetectDrift(int64_t now_us, const FabricContext& context, std::v
 
 std::string Detectors::Hit::Key() const {
   return job.empty() || job == entity ? StrCat(kind, "|", entity) : StrCat(kind, "|", entity, "|", job);
+}
+
+void Detectors::Hit::Absorb(Hit&& other) {
+  for (v1::Evidence& ev : other.evidence) evidence.push_back(std::move(ev));
+  summary = StrCat(summary, "; ", other.summary);
+  magnitude = std::max(magnitude, other.magnitude);
+  start_us = std::min(start_us, other.start_us);
 }
 
 std::map<std::string, Detectors::Slowdown> Detectors::SlowedJobs(const std::vector<Hit>& hits) {

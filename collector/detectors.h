@@ -227,6 +227,9 @@ class Detectors final {
     // job but names something else (a neighbour or a switch can slow
     // several jobs, each its own anomaly).
     std::string Key() const;
+    // Takes in another finding on the same thing: its evidence, its summary
+    // after this one's, the larger magnitude and the earlier start.
+    void Absorb(Hit&& other);
   };
   // The jobs with a busbw_regression among `hits`: the earliest onset and
   // the largest drop of each.
