@@ -1302,8 +1302,14 @@ void FabricModel::RecordCollisions(double dt) {
     if (switches_[to].role > switches_[from].role) up[from].push_back(static_cast<int>(c));
     if (switches_[from].role > switches_[to].role) down[to].push_back(static_cast<int>(c));
   }
-  // Over-offered, and by more than an even spread would offer it.
-  auto collide = [&](const std::vector<int>& group) {
+  // How a group of links is offered traffic: it collides when a link is
+  // over-offered by more than an even spread would offer it, and exceeds
+  // when the group as a whole is over-offered, so that no spread would
+  // carry it.
+  struct Offer {
+    bool collides = false, exceeds = false;
+  };
+  auto offer = [&](const std::vector<int>& group) {
     double offered = 0, capacity = 0, busiest = 0;
     for (int c : group) {
       const Channel& ch = channels_[c];
@@ -1311,24 +1317,17 @@ void FabricModel::RecordCollisions(double dt) {
       capacity += ch.capacity_Bps;
       busiest = std::max(busiest, ch.load / ch.capacity_Bps);
     }
-    return capacity > 0 && busiest > 1.05 && busiest > 1.05 * offered / capacity;
-  };
-  // Over-offered as a group: no spread would carry it.
-  auto exceed = [&](const std::vector<int>& group) {
-    double offered = 0, capacity = 0;
-    for (int c : group) {
-      offered += channels_[c].load;
-      capacity += channels_[c].capacity_Bps;
-    }
-    return capacity > 0 && offered > capacity;
+    if (capacity <= 0) return Offer{};
+    return Offer{busiest > 1.05 && busiest > 1.05 * offered / capacity, offered > capacity};
   };
   auto record = [&](std::vector<std::pair<double, double>>& spans) {
     if (!spans.empty() && std::abs(spans.back().second - now_s_) < 1e-9) spans.back().second = now_s_ + dt;
     else spans.emplace_back(now_s_, now_s_ + dt);
   };
   for (size_t sw = 0; sw < switches_.size(); ++sw) {
-    if (collide(up[sw]) || collide(down[sw])) record(collisions_[switches_[sw].name]);
-    if (exceed(up[sw]) || exceed(down[sw])) record(oversubscribed_[switches_[sw].name]);
+    const Offer uplinks = offer(up[sw]), toward = offer(down[sw]);
+    if (uplinks.collides || toward.collides) record(collisions_[switches_[sw].name]);
+    if (uplinks.exceeds || toward.exceeds) record(oversubscribed_[switches_[sw].name]);
   }
 }
 
