@@ -81,13 +81,15 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
 }
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,
-                                                           const v1::TlsSettings& tls) {
+                                                           const v1::TlsSettings& tls,
+                                                           ChannelTraffic traffic) {
   auto credentials = MakeChannelCredentials(tls);
   if (!credentials.ok()) return credentials.status();
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  if (traffic == ChannelTraffic::kTrickle) args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
   if (!tls.server_name().empty()) args.SetSslTargetNameOverride(tls.server_name());
@@ -134,6 +136,10 @@ absl::StatusOr<RunningServer> StartGrpcServer(const std::string& listen,
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // What servers receive is requests and the agents' telemetry streams,
+  // small messages at a steady pace: no bandwidth-delay probing, whose
+  // pings after each batch cost every agent a wake-up (see ChannelTraffic).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   for (grpc::Service* service : services) builder.RegisterService(service);
   RunningServer running;
   running.server = builder.BuildAndStart();

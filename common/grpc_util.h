@@ -26,10 +26,18 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
     const v1::TlsSettings& tls);
 
+// What a channel carries. kTrickle: small messages at a steady pace, as an
+// agent's telemetry stream. HTTP/2's bandwidth-delay probing pings the peer
+// after each burst of data it receives, to grow the window for bulk
+// transfers; on a trickle it only costs both ends a ping exchange and the
+// wake-ups of its timers every second or two (docs/performance.md).
+enum class ChannelTraffic { kDefault, kTrickle };
+
 // A channel to `target` ("host:port") with keepalives, so a peer that
 // vanishes is noticed within seconds rather than at the next TCP timeout.
-absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,
-                                                           const v1::TlsSettings& tls);
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
+    const std::string& target, const v1::TlsSettings& tls,
+    ChannelTraffic traffic = ChannelTraffic::kDefault);
 
 struct RunningServer {
   std::unique_ptr<grpc::Server> server;

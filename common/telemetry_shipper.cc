@@ -30,7 +30,7 @@ TelemetryShipper::TelemetryShipper(Options options, const Clock& clock)
 TelemetryShipper::~TelemetryShipper() { Stop(); }
 
 absl::Status TelemetryShipper::Start() {
-  auto channel = MakeChannel(options_.target, options_.tls);
+  auto channel = MakeChannel(options_.target, options_.tls, ChannelTraffic::kTrickle);
   if (!channel.ok()) return channel.status();
   channel_ = *channel;
   if (!options_.spool_dir.empty()) {
