@@ -15,6 +15,8 @@
 //   BM_NodeExporterByPrometheus  the peer as users run it: a real Prometheus
 //                           scraping node_exporter (/0 plain HTTP, /1 mutual
 //                           TLS, as the daemon speaks), every 100 or 1000 ms
+//   BM_HostdAgainstNodeExporter  the daemon and the peer by Prometheus side by
+//                           side, at once, every second: the ratio of the two
 //
 // The peer runs when ROCEFAB_BENCH_NODE_EXPORTER (and, for the scrapes by
 // Prometheus, ROCEFAB_BENCH_PROMETHEUS) names its binary (scripts/bench.sh
@@ -232,52 +234,67 @@ std::optional<std::pair<double, double>> CpuPerEvent(benchmark::State& state, pi
   return std::make_pair(cpu_us / events, events);
 }
 
-// The running daemon over `sys` and `ethtool` (see BM_HostdDaemon).
-void RunDaemon(benchmark::State& state, const std::string& sys, const std::string& ethtool,
-               std::chrono::milliseconds every = std::chrono::milliseconds(100)) {
-  // Each run starts afresh: no batches of an earlier run to replay.
-  std::filesystem::remove_all(Host().dir / "spool");
-  for (const char* suffix : {"", "-wal", "-shm"})
-    std::filesystem::remove(Host().dir / (std::string("collector.db") + suffix));
-  testing::DevCa ca({"rocefab-collectord", "z1-r01-h1"});
-  testing::NotifySocket collector_ready;
-  testing::Subprocess collector(
-      {testing::With({testing::BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--db",
-                      Host().dir / "collector.db", "--metrics-listen", "127.0.0.1:0"},
-                     ca.Flags("rocefab-collectord")),
-       {{"NOTIFY_SOCKET", collector_ready.path()}},
-       "",
-       Host().dir / "collector.log"});
-  const auto status = collector_ready.WaitReady(std::chrono::seconds(20));
-  if (!status) {
-    state.SkipWithError("rocefab-collectord did not start");
-    return;
+// The daemon as a user runs it (see BM_HostdDaemon): a real
+// rocefab-collectord and a real rocefab-hostd polling `sys` and `ethtool`
+// every `every`, shipping over mTLS. `error` says why it did not start.
+struct RunningDaemon {
+  RunningDaemon(const std::string& sys, const std::string& ethtool, std::chrono::milliseconds every) {
+    // Each run starts afresh: no batches of an earlier run to replay.
+    std::filesystem::remove_all(Host().dir / "spool");
+    for (const char* suffix : {"", "-wal", "-shm"})
+      std::filesystem::remove(Host().dir / (std::string("collector.db") + suffix));
+    testing::NotifySocket collector_ready;
+    collector.emplace(Subprocess::Options{
+        testing::With({testing::BinDir() + "/rocefab-collectord", "--listen", "127.0.0.1:0", "--db",
+                       Host().dir / "collector.db", "--metrics-listen", "127.0.0.1:0"},
+                      ca.Flags("rocefab-collectord")),
+        {{"NOTIFY_SOCKET", collector_ready.path()}},
+        "",
+        Host().dir / "collector.log"});
+    const auto status = collector_ready.WaitReady(std::chrono::seconds(20));
+    if (!status) {
+      error = "rocefab-collectord did not start";
+      return;
+    }
+    const std::string grpc = testing::StatusField(*status, "grpc");
+    metrics = testing::StatusField(*status, "metrics");
+    testing::NotifySocket hostd_ready;
+    hostd.emplace(Subprocess::Options{
+        testing::With({testing::BinDir() + "/rocefab-hostd", "--collector", grpc, "--interval",
+                       std::to_string(every.count()) + "ms",
+                       // Full polls only, as the peer makes (the fast path
+                       // reads PFC counters between them; at 100 ms there is
+                       // no room for it anyway).
+                       "--fast-interval", "0s", "--sysfs-root", sys, "--ethtool-dir", ethtool, "--host-name",
+                       "z1-r01-h1", "--no-netlink", "--spool-dir", Host().dir / "spool"},
+                      ca.Flags("z1-r01-h1")),
+        {{"NOTIFY_SOCKET", hostd_ready.path()}},
+        "",
+        Host().dir / "hostd.log"});
+    if (!hostd_ready.WaitReady(std::chrono::seconds(20))) error = "rocefab-hostd did not start";
   }
-  const std::string grpc = testing::StatusField(*status, "grpc");
-  const std::string metrics = testing::StatusField(*status, "metrics");
-  testing::NotifySocket hostd_ready;
-  testing::Subprocess hostd(
-      {testing::With({testing::BinDir() + "/rocefab-hostd", "--collector", grpc, "--interval", std::to_string(every.count()) + "ms",
-                      // Full polls only, as the peer makes (the fast path
-                      // reads PFC counters between them; at 100 ms there is
-                      // no room for it anyway).
-                      "--fast-interval", "0s",
-                      "--sysfs-root", sys, "--ethtool-dir", ethtool,
-                      "--host-name", "z1-r01-h1", "--no-netlink", "--spool-dir", Host().dir / "spool"},
-                     ca.Flags("z1-r01-h1")),
-       {{"NOTIFY_SOCKET", hostd_ready.path()}},
-       "",
-       Host().dir / "hostd.log"});
-  if (!hostd_ready.WaitReady(std::chrono::seconds(20))) {
-    state.SkipWithError("rocefab-hostd did not start");
-    return;
-  }
-  auto stored = [&] {
+  pid_t pid() const { return hostd->pid(); }
+  // Batches the collector stored; -1 while unknown.
+  double Stored() const {
     auto body = testing::HttpGet(metrics, "/metrics");
     return body ? ScrapeCounter(*body, "rocefab_collector_batches_total", "result=\"stored\"") : -1;
-  };
+  }
+
+  testing::DevCa ca{{"rocefab-collectord", "z1-r01-h1"}};
+  std::optional<Subprocess> collector, hostd;
+  std::string metrics;
+  std::string error;
+};
+
+void RunDaemon(benchmark::State& state, const std::string& sys, const std::string& ethtool,
+               std::chrono::milliseconds every = std::chrono::milliseconds(100)) {
+  RunningDaemon daemon(sys, ethtool, every);
+  if (!daemon.error.empty()) {
+    state.SkipWithError(daemon.error.c_str());
+    return;
+  }
   // Past start-up: the first batches carry the first reading of everything.
-  const auto cpu = CpuPerEvent(state, hostd.pid(), stored, every,
+  const auto cpu = CpuPerEvent(state, daemon.pid(), [&] { return daemon.Stored(); }, every,
                                "the collector stored no batches from rocefab-hostd",
                                "rocefab-hostd stopped shipping");
   if (!cpu) return;
@@ -356,56 +373,54 @@ BENCHMARK(BM_NodeExporterScrape)->Arg(0)->Unit(benchmark::kMicrosecond)->UseReal
 BENCHMARK(BM_NodeExporterScrape)->Arg(100)->Iterations(100)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The peer as its users run it: a real Prometheus (Debian's) scraping
-// node_exporter every state.range(1) ms, the daemon's cadence. Prometheus
-// keeps the connection alive and asks for gzip, as it does in production;
-// with state.range(0) == 1 the two also speak mutual TLS (node_exporter's
-// --web.config.file), as the daemon does. The peer's CPU per scrape is
-// counted between two readings of node_exporter's own request counter as
-// Prometheus stored it, so the bench never scrapes the peer itself.
-void BM_NodeExporterByPrometheus(benchmark::State& state) {
-  const char* binary = std::getenv("ROCEFAB_BENCH_NODE_EXPORTER");
-  const char* prometheus = std::getenv("ROCEFAB_BENCH_PROMETHEUS");
-  if (binary == nullptr || access(binary, X_OK) != 0 || prometheus == nullptr || access(prometheus, X_OK) != 0) {
-    state.SkipWithError(
-        "peer not run: set ROCEFAB_BENCH_NODE_EXPORTER and ROCEFAB_BENCH_PROMETHEUS (make bench does)");
-    return;
+// node_exporter every `every`. Prometheus keeps the connection alive and
+// asks for gzip, as it does in production; with `mtls` the two also speak
+// mutual TLS (node_exporter's --web.config.file), as the daemon does.
+// `error` says why it did not start.
+struct RunningPeer {
+  RunningPeer(bool mtls, std::chrono::milliseconds every) {
+    const char* binary = std::getenv("ROCEFAB_BENCH_NODE_EXPORTER");
+    const char* prometheus = std::getenv("ROCEFAB_BENCH_PROMETHEUS");
+    if (binary == nullptr || access(binary, X_OK) != 0 || prometheus == nullptr || access(prometheus, X_OK) != 0) {
+      error = "peer not run: set ROCEFAB_BENCH_NODE_EXPORTER and ROCEFAB_BENCH_PROMETHEUS (make bench does)";
+      return;
+    }
+    const std::string dir = Host().dir / (mtls ? "prometheus-mtls" : "prometheus");
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    std::vector<std::string> peer_argv = {binary, "--path.sysfs=" + Host().dir / "sys",
+                                          "--collector.disable-defaults", "--collector.infiniband"};
+    const std::string address = "127.0.0.1:" + std::to_string(FreePort());
+    peer_argv.push_back("--web.listen-address=" + address);
+    std::string scrape_tls;
+    if (mtls) {
+      testing::WriteFile(dir + "/web.yml", "tls_server_config:\n  cert_file: " + ca.cert("node-exporter") +
+                                               "\n  key_file: " + ca.key("node-exporter") +
+                                               "\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: " +
+                                               ca.ca() + "\n");
+      peer_argv.push_back("--web.config.file=" + dir + "/web.yml");
+      scrape_tls = "    scheme: https\n    tls_config:\n      ca_file: " + ca.ca() + "\n      cert_file: " +
+                   ca.cert("prometheus") + "\n      key_file: " + ca.key("prometheus") +
+                   "\n      server_name: node-exporter\n";
+    }
+    peer.emplace(Subprocess::Options{peer_argv, {}, "", dir + "/node_exporter.log"});
+    testing::WriteFile(dir + "/prometheus.yml",
+                       "global:\n  scrape_interval: " + std::to_string(every.count()) + "ms\n  scrape_timeout: " +
+                           std::to_string(std::min<int64_t>(every.count(), 10'000)) + "ms\nscrape_configs:\n"
+                       "  - job_name: node\n" + scrape_tls + "    static_configs:\n      - targets: ['" + address +
+                           "']\n");
+    api = "127.0.0.1:" + std::to_string(FreePort());
+    server.emplace(Subprocess::Options{{prometheus, "--config.file=" + dir + "/prometheus.yml",
+                                        "--storage.tsdb.path=" + dir + "/data", "--web.listen-address=" + api},
+                                       {},
+                                       "",
+                                       dir + "/prometheus.log"});
   }
-  const bool mtls = state.range(0) == 1;
-  const auto every = std::chrono::milliseconds(state.range(1));
-  const std::string dir = Host().dir / (mtls ? "prometheus-mtls" : "prometheus");
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  testing::DevCa ca({"node-exporter", "prometheus"});
-  std::vector<std::string> peer_argv = {binary, "--path.sysfs=" + Host().dir / "sys", "--collector.disable-defaults",
-                                        "--collector.infiniband"};
-  const std::string address = "127.0.0.1:" + std::to_string(FreePort());
-  peer_argv.push_back("--web.listen-address=" + address);
-  std::string scrape_tls;
-  if (mtls) {
-    testing::WriteFile(dir + "/web.yml", "tls_server_config:\n  cert_file: " + ca.cert("node-exporter") +
-                                             "\n  key_file: " + ca.key("node-exporter") +
-                                             "\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: " +
-                                             ca.ca() + "\n");
-    peer_argv.push_back("--web.config.file=" + dir + "/web.yml");
-    scrape_tls = "    scheme: https\n    tls_config:\n      ca_file: " + ca.ca() + "\n      cert_file: " +
-                 ca.cert("prometheus") + "\n      key_file: " + ca.key("prometheus") +
-                 "\n      server_name: node-exporter\n";
-  }
-  testing::Subprocess peer({peer_argv, {}, "", dir + "/node_exporter.log"});
-  testing::WriteFile(dir + "/prometheus.yml",
-                     "global:\n  scrape_interval: " + std::to_string(every.count()) + "ms\n  scrape_timeout: " +
-                         std::to_string(std::min<int64_t>(every.count(), 10'000)) + "ms\nscrape_configs:\n"
-                     "  - job_name: node\n" + scrape_tls + "    static_configs:\n      - targets: ['" + address +
-                         "']\n");
-  const std::string api = "127.0.0.1:" + std::to_string(FreePort());
-  testing::Subprocess server({{prometheus, "--config.file=" + dir + "/prometheus.yml",
-                               "--storage.tsdb.path=" + dir + "/data", "--web.listen-address=" + api},
-                              {},
-                              "",
-                              dir + "/prometheus.log"});
+  pid_t pid() const { return peer->pid(); }
   // Requests node_exporter served, as of Prometheus's latest scrape; -1
-  // before the first.
-  auto served = [&]() -> double {
+  // before the first. Read from what Prometheus stored, so that the bench
+  // never sends the peer a request of its own.
+  double Served() const {
     auto body = testing::HttpGet(api, "/api/v1/query?query=promhttp_metric_handler_requests_total%7Bcode%3D%22200%22%7D");
     if (!body) return -1;
     const auto json = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
@@ -413,9 +428,26 @@ void BM_NodeExporterByPrometheus(benchmark::State& state) {
     const auto& result = json["data"]["result"];
     if (!result.is_array() || result.empty()) return -1;
     return std::stod(result[0]["value"][1].get<std::string>());
-  };
+  }
+
+  testing::DevCa ca{{"node-exporter", "prometheus"}};
+  std::optional<Subprocess> peer, server;
+  std::string api;
+  std::string error;
+};
+
+// The peer scraped by Prometheus (state.range(0) == 1: over mutual TLS)
+// every state.range(1) ms. Its CPU per scrape is counted between two
+// readings of node_exporter's own request counter as Prometheus stored it.
+void BM_NodeExporterByPrometheus(benchmark::State& state) {
+  const auto every = std::chrono::milliseconds(state.range(1));
+  RunningPeer peer(state.range(0) == 1, every);
+  if (!peer.error.empty()) {
+    state.SkipWithError(peer.error.c_str());
+    return;
+  }
   // Past start-up: Prometheus starts scraping within a few seconds.
-  const auto cpu = CpuPerEvent(state, peer.pid(), served, every,
+  const auto cpu = CpuPerEvent(state, peer.pid(), [&] { return peer.Served(); }, every,
                                "Prometheus did not scrape node_exporter (see its logs in the bench's directory)",
                                "Prometheus stopped scraping node_exporter");
   if (!cpu) return;
@@ -426,6 +458,55 @@ BENCHMARK(BM_NodeExporterByPrometheus)
     ->Args({0, 100})
     ->Args({1, 100})
     ->Args({0, 1000})
+    ->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The daemon and the peer side by side: both at once, at the same cadence
+// (state.range(1) ms), their CPU counted over the same window of at least
+// 100 polls and 100 scrapes, so that whatever else the machine does falls
+// on both alike. state.range(0) == 1: the peer speaks mutual TLS, as the
+// daemon does. `ratio` is the daemon's CPU per poll over the peer's per
+// scrape.
+void BM_HostdAgainstNodeExporter(benchmark::State& state) {
+  const auto every = std::chrono::milliseconds(state.range(1));
+  RunningPeer peer(state.range(0) == 1, every);
+  if (!peer.error.empty()) {
+    state.SkipWithError(peer.error.c_str());
+    return;
+  }
+  RunningDaemon daemon(Host().dir / "sys", Host().dir / "ethtool", every);
+  if (!daemon.error.empty()) {
+    state.SkipWithError(daemon.error.c_str());
+    return;
+  }
+  // Past start-up for both.
+  if (!testing::WaitFor([&] { return daemon.Stored() >= 10 && peer.Served() >= 10; },
+                        std::chrono::seconds(40) + 20 * every)) {
+    state.SkipWithError("the daemon or the peer did not start (see the logs in the bench's directory)");
+    return;
+  }
+  constexpr int kEvents = 100;
+  double daemon_us = 0, polls = 0, peer_us = 0, scrapes = 0;
+  for (auto _ : state) {
+    const double first_poll = daemon.Stored(), first_scrape = peer.Served();
+    const int64_t daemon_before = ProcessCpuUs(daemon.pid()), peer_before = ProcessCpuUs(peer.pid());
+    if (!testing::WaitFor(
+            [&] { return daemon.Stored() >= first_poll + kEvents && peer.Served() >= first_scrape + kEvents; },
+            std::chrono::seconds(60) + 2 * kEvents * every)) {
+      state.SkipWithError("the daemon or the peer stopped");
+      return;
+    }
+    daemon_us += static_cast<double>(ProcessCpuUs(daemon.pid()) - daemon_before);
+    peer_us += static_cast<double>(ProcessCpuUs(peer.pid()) - peer_before);
+    polls += daemon.Stored() - first_poll;
+    scrapes += peer.Served() - first_scrape;
+  }
+  state.counters["hostd_cpu_us_per_poll"] = daemon_us / polls;
+  state.counters["peer_cpu_us_per_scrape"] = peer_us / scrapes;
+  state.counters["ratio"] = (daemon_us / polls) / (peer_us / scrapes);
+}
+BENCHMARK(BM_HostdAgainstNodeExporter)
+    ->Args({0, 1000})
+    ->Args({1, 1000})
     ->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
