@@ -872,7 +872,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // yet. Several ports of one device name the device (its profile), as for
   // ECN. Drops on the device, or on the device at the other end of one of
   // those links (where what the port would not hold back arrives), are its
-  // consequence.
+  // consequence, unless a threshold setting already explained them before
+  // PFC went off.
   std::unordered_map<std::string, std::string> pfc_off_cause;  // device -> the finding's entity
   for (const auto& [device, offs] : device_pfc_off) {
     std::set<std::string> ports;
@@ -903,10 +904,26 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   std::erase_if(pfc_off_seen_, [&](const auto& seen) { return now_us - seen.second.last_us > s_.stale_after_us; });
   for (const auto& [device, seen] : pfc_off_seen_) pfc_off_cause.try_emplace(device, seen.entity);
   std::unordered_map<std::string, std::vector<const Drop*>> threshold_drops;  // by switch
+  // When an open finding began; 0 when none is open.
+  auto open_since = [&](const std::string& key) -> int64_t {
+    const auto it = active_.find(key);
+    return it == active_.end() ? 0 : it->second.anomaly.start_us();
+  };
   for (const Drop& d : lossless_drops) {
     const std::string device = EntityDevice(d.e->entity);
     const auto fill = device_pool_fill.find(device);
-    const auto pfc_off = pfc_off_cause.find(device);
+    auto pfc_off = pfc_off_cause.find(device);
+    if (pfc_off != pfc_off_cause.end()) {
+      // Drops already judged a threshold setting before PFC went off on
+      // their switch or next to it stay one: a cause that began after them
+      // does not explain them.
+      int64_t threshold = 0;
+      for (const std::string& key : {StrCat("buffer_threshold_drops|", d.e->entity),
+                                     StrCat("buffer_threshold_drops|", device)})
+        if (const int64_t since = open_since(key); since != 0) threshold = threshold == 0 ? since : std::min(threshold, since);
+      const int64_t cause = open_since(StrCat("pfc_misconfig|", pfc_off->second));
+      if (threshold != 0 && (cause == 0 || threshold < cause)) pfc_off = pfc_off_cause.end();
+    }
     bool pfc_known_off = pfc_off != pfc_off_cause.end();
     for (const v1::SwitchStatus& st : context.switch_status)
       if (st.switch_name() == device && st.has_applied_qos() && !st.applied_qos().pfc_priorities().empty())

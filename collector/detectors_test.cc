@@ -724,6 +724,41 @@ TEST_F(DetectorsTest, PfcOffOnALosslessPriorityIsNamedFromThePortsOwnSetting) {
   EXPECT_NE(Active("buffer_threshold_drops", "z1-rtsw01/Ethernet0"), nullptr);
 }
 
+// Drops judged a threshold setting stay one when PFC goes off next to
+// their switch afterwards: the later setting is a second cause, named on
+// its own, and does not take over drops that began before it.
+TEST_F(DetectorsTest, ThresholdDropsThatBeganBeforePfcWentOffNextDoorStayAThreshold) {
+  for (const char* port : {"z1-rtsw01/Ethernet8", "z1-ctsw01/Ethernet0"})
+    fabric_.Set(v1::SCOPE_PORT, port, "pfc_enabled", 1, 3);
+  const std::string queue = "z1-rtsw01/Ethernet0";
+  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_used_bytes", 1'000'000);
+  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_size_bytes", 32'000'000);
+  fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_drops", 0, std::nullopt, 3);
+  fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_tx_packets", 0, std::nullopt, 3);
+  for (int s = 0; s < 3; ++s) Step(s);
+  auto drop = [&] {
+    fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_drops", 500, std::nullopt, 3);
+    fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_tx_packets", 100'000, std::nullopt, 3);
+  };
+  drop();
+  Step(3);
+  const v1::Anomaly* threshold = Active("buffer_threshold_drops", queue);
+  ASSERT_NE(threshold, nullptr);
+  const uint64_t threshold_id = threshold->id();
+  // PFC goes off on the port at the other end of one of the switch's links
+  // while the queue keeps dropping.
+  fabric_.Set(v1::SCOPE_PORT, "z1-ctsw01/Ethernet0", "pfc_enabled", 0, 3);
+  for (int s = 4; s < 7; ++s) {
+    drop();
+    Step(s);
+    EXPECT_NE(Active("pfc_misconfig", "z1-ctsw01/Ethernet0"), nullptr) << "step " << s;
+    threshold = Active("buffer_threshold_drops", queue);
+    ASSERT_NE(threshold, nullptr) << "step " << s;
+    EXPECT_EQ(threshold->id(), threshold_id) << "one finding throughout";
+    EXPECT_EQ(Active("lossless_drops", queue), nullptr) << "step " << s;
+  }
+}
+
 // A NIC reports its own PFC setting (dcbnl); off on the lossless priority
 // names the NIC.
 TEST_F(DetectorsTest, ANicWithPfcOffOnTheLosslessPriorityIsNamed) {
