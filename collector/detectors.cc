@@ -728,19 +728,14 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       const std::string what =
           toward ? StrCat(hot.size(), " of the ", ups.size(), " links toward ", device, " from the tier above")
                  : StrCat(hot.size(), " of ", ups.size(), " uplinks of ", device);
-      const std::string summary =
+      h.summary =
           StrCat("flows collide on ", what, " (", absl::StrJoin(hot, ", "), " congested, the busiest at ",
                  Ratio(hottest->util / mean), " the mean load, the least loaded ", name(*coldest), " at ",
                  Ratio(coldest->util / mean), ") while no link is faulty: ECMP placed the traffic unevenly");
       // A switch whose uplinks and the links toward it both collide: one
       // finding, with both groups' evidence.
-      h.summary = summary;
       if (!im.key.empty()) {
-        for (Hit& other : *hits)
-          if (StrCat(other.kind, "|", other.entity) == key) {
-            other.Absorb(std::move(h));
-            break;
-          }
+        AddOrAbsorb(std::move(h), hits);
         return;
       }
       // Flows collide on the links toward a switch because the switches
@@ -841,14 +836,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
                                       "b/s above, ", Ratio(below / above), " oversubscribed")
                              : "");
       // A switch whose uplinks and the links toward it are both full (a
-      // CTSW under traffic across zones, both ways): one finding, with both
-      // groups' evidence.
-      for (Hit& other : *hits)
-        if (other.kind == h.kind && other.entity == h.entity) {
-          other.Absorb(std::move(h));
-          return;
-        }
-      hits->push_back(std::move(h));
+      // CTSW under traffic across zones, both ways): one finding.
+      AddOrAbsorb(std::move(h), hits);
     };
     for (auto& [device, ups] : device_uplinks) oversubscribed(device, ups, false);
     for (auto& [device, links] : device_downlinks) oversubscribed(device, links, true);
@@ -1873,6 +1862,15 @@ void Detectors::Hit::Absorb(Hit&& other) {
   summary = StrCat(summary, "; ", other.summary);
   magnitude = std::max(magnitude, other.magnitude);
   start_us = std::min(start_us, other.start_us);
+}
+
+void Detectors::AddOrAbsorb(Hit h, std::vector<Hit>* hits) {
+  for (Hit& other : *hits)
+    if (other.kind == h.kind && other.entity == h.entity) {
+      other.Absorb(std::move(h));
+      return;
+    }
+  hits->push_back(std::move(h));
 }
 
 std::map<std::string, Detectors::Slowdown> Detectors::SlowedJobs(const std::vector<Hit>& hits) {

@@ -231,6 +231,10 @@ class Detectors final {
     // after this one's, the larger magnitude and the earlier start.
     void Absorb(Hit&& other);
   };
+  // Adds `h` to `hits`, or folds it into the hit of its kind on its entity
+  // already there (a switch judged by its uplinks and by the links toward
+  // it: one finding, with both groups' evidence).
+  static void AddOrAbsorb(Hit h, std::vector<Hit>* hits);
   // The jobs with a busbw_regression among `hits`: the earliest onset and
   // the largest drop of each.
   struct Slowdown {
