@@ -78,6 +78,7 @@ nlohmann::json RunScore::ToJson() const {
                            {"target", f.target},
                            {"start_s", f.start_s},
                            {"detected", f.detected},
+                           {"already_named", f.already_named},
                            {"detection_latency_s", f.latency_s >= 0 ? nlohmann::json(f.latency_s) : nlohmann::json(nullptr)},
                            {"top1", f.top1},
                            {"top1_kind", f.top1_kind},
@@ -179,6 +180,18 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
       if (!fs.detected || latency < fs.latency_s) fs.latency_s = latency;
       fs.detected = true;
     }
+    // The same condition already in place, and reported, when this fault
+    // began (another fault of its kind on the same element, or on the other
+    // end of the same link): nothing new could be raised, and what the
+    // operator sees names it with the right playbook. Found, with no
+    // latency to count.
+    if (!fs.detected)
+      for (const auto& a : *anomalies) {
+        if (a.detected_us() >= start - 2'000'000 || (a.end_us() != 0 && a.end_us() < start)) continue;
+        if (!FindingFitsFault(fs.kind, a.kind()) || !NamesTarget(**topology, fs.target, a.entity())) continue;
+        fs.detected = fs.already_named = true;
+        break;
+      }
     // Top-1 through the diagnoses of the jobs this fault touches.
     collector::DiagnoseInput in;
     in.window_start_us = start - 2'000'000;
@@ -186,7 +199,7 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     // later (a latency regression is called only after its settling time):
     // once rocefab names the fault, is it first?
     int64_t judge_until = start + static_cast<int64_t>(options.top1_horizon_s * 1e6);
-    if (fs.detected) judge_until = std::max(judge_until, start + static_cast<int64_t>(fs.latency_s * 1e6) + 1);
+    if (fs.latency_s >= 0) judge_until = std::max(judge_until, start + static_cast<int64_t>(fs.latency_s * 1e6) + 1);
     in.window_end_us = std::min(end, judge_until);
     in.onset_only = true;
     // As the collector knew them then: an anomaly raised later was not in
@@ -280,7 +293,7 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
 }
 
 nlohmann::json Summarize(const std::vector<RunScore>& runs) {
-  int faults = 0, detected = 0, top1 = 0, fps = 0, unobservable = 0, late_runs = 0;
+  int faults = 0, detected = 0, already_named = 0, top1 = 0, fps = 0, unobservable = 0, late_runs = 0;
   std::vector<double> latencies;
   for (const RunScore& r : runs) {
     late_runs += r.lab_late_s > 0;
@@ -289,8 +302,9 @@ nlohmann::json Summarize(const std::vector<RunScore>& runs) {
     for (const FaultScore& f : r.faults) {
       ++faults;
       detected += f.detected;
+      already_named += f.already_named;
       top1 += f.top1;
-      if (f.detected) latencies.push_back(f.latency_s);
+      if (f.latency_s >= 0) latencies.push_back(f.latency_s);
     }
   }
   auto ratio = [&](int n) { return faults ? static_cast<double>(n) / faults : 1.0; };
@@ -321,6 +335,7 @@ nlohmann::json Summarize(const std::vector<RunScore>& runs) {
           {"recall", ratio(detected)},
           {"false_positives", fps},
           {"unobservable_faults", unobservable},
+          {"found_already_named", already_named},
           {"runs_with_the_lab_late", late_runs},
           {"detection_latency_s", {{"p50", Percentile(latencies, 0.5)}, {"p95", Percentile(latencies, 0.95)}}}};
 }
@@ -339,7 +354,8 @@ std::string FormatScores(const std::vector<RunScore>& runs) {
     }
     for (const FaultScore& f : r.faults) {
       char latency[16] = "-";
-      if (f.detected) std::snprintf(latency, sizeof latency, "%.1fs", f.latency_s);
+      if (f.latency_s >= 0) std::snprintf(latency, sizeof latency, "%.1fs", f.latency_s);
+      else if (f.already_named) std::snprintf(latency, sizeof latency, "before");
       std::snprintf(line, sizeof line, "%-26s %-15s %-24s %-8s %-8s %-5s %s\n", r.scenario.c_str(),
                     f.kind.c_str(), f.target.c_str(), f.detected ? "yes" : "NO", latency,
                     f.top1 ? "yes" : "NO", (f.top1_kind + " " + f.top1_entity).c_str());
@@ -358,6 +374,9 @@ std::string FormatScores(const std::vector<RunScore>& runs) {
   out += summary;
   if (const int n = s["unobservable_faults"].get<int>(); n > 0)
     StrAppend(&out, "unobservable faults ", n, " (could not show while they lasted; not counted)\n");
+  if (const int n = s["found_already_named"].get<int>(); n > 0)
+    StrAppend(&out, "faults found already named ", n,
+              " (their condition was in place and reported when they began; no latency counted)\n");
   if (const int n = s["runs_with_the_lab_late"].get<int>(); n > 0)
     StrAppend(&out, "runs in which the lab ran a second or more behind the wall clock: ", n,
               " (a job stalled then is not counted against the detectors)\n");

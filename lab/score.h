@@ -34,6 +34,11 @@ struct FaultScore {
   std::string kind, target;
   double start_s = 0;
   bool detected = false;
+  // Found without a detection of its own: its target was already named,
+  // by a finding of its kind, when it began (the same condition laid twice
+  // over one element, as two lossy-link faults on the two ends of one
+  // link). Such a fault has no detection latency.
+  bool already_named = false;
   double latency_s = -1;
   bool top1 = false;
   std::string top1_kind, top1_entity;

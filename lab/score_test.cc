@@ -80,6 +80,43 @@ TEST(ScoreTest, TopOneIsJudgedOnWhatWasRaisedByTheHorizon) {
   EXPECT_TRUE(score->false_positives.empty());
 }
 
+// Two lossy-link faults on the two ends of one link, the second laid over
+// the first while its finding is open: nothing new can be raised, and the
+// open finding names the link with the right playbook, so the second is
+// found, with no latency. A finding of another kind open on that link
+// (here a degraded link) does not stand for a lossy one.
+TEST(ScoreTest, AConditionAlreadyNamedWhenItsFaultBeganIsFoundWithoutALatency) {
+  for (const std::string open_kind : {"link_errors", "link_degraded"}) {
+    testing::TempDir run;
+    testing::WriteFile(run / "topology.yaml", kTwoRacks);
+    nlohmann::json truth = {{"scenario", "twice"}, {"start_unix_us", kStart}, {"duration_s", 60.0},
+                            {"conditions", nlohmann::json::array()}, {"jobs", nlohmann::json::array()}};
+    truth["faults"] = {Fault(open_kind == "link_errors" ? "lossy_link" : "degraded_link", "z1-rtsw01/Ethernet8", 10),
+                       Fault("lossy_link", "z1-ctsw01/Ethernet0", 30)};
+    testing::WriteFile(run / "truth.json", truth.dump());
+    {
+      auto store = collector::Store::Open({.path = run / "collector.db", .relaxed_durability = true});
+      ASSERT_TRUE(store.ok()) << store.status();
+      const std::vector<v1::Anomaly> anomalies = {
+          Anomaly(1, open_kind, "z1-rtsw01/Ethernet8", 10, 11, v1::SEVERITY_CRITICAL)};
+      ASSERT_TRUE((*store)->anomalies().Write(anomalies).ok());
+    }
+    auto score = ScoreRun(run.path());
+    ASSERT_TRUE(score.ok()) << score.status();
+    ASSERT_EQ(score->faults.size(), 2u);
+    EXPECT_TRUE(score->faults[0].detected);
+    EXPECT_FALSE(score->faults[0].already_named);
+    EXPECT_DOUBLE_EQ(score->faults[0].latency_s, 1.0);
+    const FaultScore& second = score->faults[1];
+    EXPECT_EQ(second.detected, open_kind == "link_errors") << open_kind;
+    EXPECT_EQ(second.already_named, open_kind == "link_errors") << open_kind;
+    EXPECT_LT(second.latency_s, 0) << open_kind;
+    const nlohmann::json summary = Summarize({*score});
+    EXPECT_EQ(summary["found_already_named"].get<int>(), open_kind == "link_errors" ? 1 : 0);
+    EXPECT_DOUBLE_EQ(summary["detection_latency_s"]["p95"].get<double>(), 1.0);  // the first's only
+  }
+}
+
 // The lab itself fell behind the wall clock for 3 s (truth's "lab_late"):
 // a job whose last collective came just before that stalled on the lab, not
 // on the fabric. One whose last came well before it is still a finding
