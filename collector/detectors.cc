@@ -730,8 +730,9 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
                  : StrCat(hot.size(), " of ", ups.size(), " uplinks of ", device);
       h.summary =
           StrCat("flows collide on ", what, " (", absl::StrJoin(hot, ", "), " congested, the busiest at ",
-                 Ratio(hottest->util / mean), " the mean load, the least loaded ", name(*coldest), " at ",
-                 Ratio(coldest->util / mean), ") while no link is faulty: ECMP placed the traffic unevenly");
+                 Ratio(hottest->util / mean), " the mean load and the least loaded ", name(*coldest), " at ",
+                 Ratio(coldest->util / mean),
+                 " in the latest reading) while no link is faulty: ECMP placed the traffic unevenly");
       // A switch whose uplinks and the links toward it both collide: one
       // finding, with both groups' evidence.
       if (!im.key.empty()) {
@@ -1918,7 +1919,8 @@ void Detectors::Track(int64_t now_us, std::vector<Hit> hits) {
         continue;
       }
       // A counter's note describes its peak reading (a queue's depth when
-      // it dropped fastest), not whichever read came last.
+      // it dropped fastest), not whichever read came last; the summary
+      // describes the latest round, and says so where it quotes figures.
       bool describes = true;
       if (IsLevelEvidence(ev.counter())) {
         into->set_total(ev.total());

@@ -885,6 +885,24 @@ TEST_F(EcmpImbalanceTest, PausesFromTheCollidingSwitchAreItsConsequences) {
 // intervals: the NIC can see itself paused past pause_ratio while the
 // switch's port, over its own interval, pauses it a little less and is no
 // origin. The pause still comes from the collision on that switch.
+// A collision that eases: the summary quotes the latest reading, and says
+// so; the evidence keeps the uplink's peak, described as it was then. The
+// two figures differ, and neither passes for the other.
+TEST_F(EcmpImbalanceTest, TheSummaryQuotesTheLatestReadingAndTheEvidenceItsPeak) {
+  Run(0, 4, {1.0, 0.1, 0.1, 0.1}, {0});  // the busiest at 3.1x the mean
+  Run(4, 8, {0.6, 0.2, 0.2, 0.2}, {0});  // then at 2.0x
+  const auto* a = Active("ecmp_imbalance");
+  ASSERT_NE(a, nullptr);
+  EXPECT_NE(a->summary().find("the busiest at 2.0x the mean load and the least loaded"), std::string::npos)
+      << a->summary();
+  EXPECT_NE(a->summary().find("in the latest reading"), std::string::npos) << a->summary();
+  const v1::Evidence* busiest = nullptr;
+  for (const auto& ev : a->evidence())
+    if (ev.entity() == kUplinks[0] && ev.counter() == "tx_bytes") busiest = &ev;
+  ASSERT_NE(busiest, nullptr);
+  EXPECT_NE(busiest->note().find("3.1x the mean"), std::string::npos) << busiest->note();
+}
+
 TEST_F(EcmpImbalanceTest, ANicPausedByTheCollidingSwitchIsItsConsequence) {
   fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "link_up", 1);
   fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "rate_bytes_per_second", 50'000'000'000);
