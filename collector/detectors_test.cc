@@ -881,10 +881,6 @@ TEST_F(EcmpImbalanceTest, PausesFromTheCollidingSwitchAreItsConsequences) {
   ExpectPausesCausedBy(collision->id());
 }
 
-// The NIC and its switch read their pause counters over different
-// intervals: the NIC can see itself paused past pause_ratio while the
-// switch's port, over its own interval, pauses it a little less and is no
-// origin. The pause still comes from the collision on that switch.
 // A collision that eases: the summary quotes the latest reading, and says
 // so; the evidence keeps the uplink's peak, described as it was then. The
 // two figures differ, and neither passes for the other.
@@ -903,6 +899,10 @@ TEST_F(EcmpImbalanceTest, TheSummaryQuotesTheLatestReadingAndTheEvidenceItsPeak)
   EXPECT_NE(busiest->note().find("3.1x the mean"), std::string::npos) << busiest->note();
 }
 
+// The NIC and its switch read their pause counters over different
+// intervals: the NIC can see itself paused past pause_ratio while the
+// switch's port, over its own interval, pauses it a little less and is no
+// origin. The pause still comes from the collision on that switch.
 TEST_F(EcmpImbalanceTest, ANicPausedByTheCollidingSwitchIsItsConsequence) {
   fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "link_up", 1);
   fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "rate_bytes_per_second", 50'000'000'000);
