@@ -802,6 +802,7 @@ void FabricModel::ComputeRates() {
   // and by QoS), marking that starts before XOFF, and most of the queue's
   // load from DCQCN senders (CTS senders ignore marks).
   std::vector<bool> marks(channels_.size(), false);
+  std::vector<bool> marks_if_on(channels_.size(), false);  // ... were ECN on where a fault took it off
   {
     std::vector<double> dcqcn_load(channels_.size(), 0), all_load(channels_.size(), 0);
     for (const Flow& f : flows_)
@@ -813,8 +814,9 @@ void FabricModel::ComputeRates() {
       const SwitchQos* q = SenderQos(channels_[i]);
       // A queue that tail-drops below Kmin never grows deep enough to mark.
       const bool limited = channels_[i].queue_limit > 0 && q != nullptr && channels_[i].queue_limit <= q->kmin_bytes;
-      marks[i] = q != nullptr && channels_[i].ecn_ok && q->ecn && q->kmin_bytes < k_.xoff_bytes &&
-                 dcqcn_load[i] >= 0.5 * all_load[i] && !limited;
+      marks_if_on[i] = q != nullptr && q->ecn && q->kmin_bytes < k_.xoff_bytes &&
+                       dcqcn_load[i] >= 0.5 * all_load[i] && !limited;
+      marks[i] = marks_if_on[i] && channels_[i].ecn_ok;
     }
   }
   // What each sender does with its receiver's pause requests: a NIC always
@@ -955,6 +957,7 @@ void FabricModel::ComputeRates() {
     const double cap = ch.up ? ch.capacity_Bps * (1 - ch.paused) : 0;
     const double u = cap > 0 ? ch.load / cap : (ch.load > 0 ? 1e9 : 0);
     ch.mark = 0;
+    ch.ecn_missed = false;
     const SwitchQos* q = SenderQos(ch);
     if (q == nullptr) {
       ch.queue = 0;
@@ -964,6 +967,7 @@ void FabricModel::ComputeRates() {
       ch.queue = k_.xoff_bytes * 1.5;
     } else if (u > kOverFull && !marks[i]) {
       ch.queue = k_.xoff_bytes;
+      ch.ecn_missed = marks_if_on[i];
     } else if (u > kOverFull) {
       // DCQCN holds the queue between Kmin and Kmax while marking, at up
       // to Pmax of the packets.
@@ -1251,10 +1255,21 @@ bool FabricModel::CanShow(const ActiveFault& fault) const {
       const int port = PortIndex(fault.spec.target());
       return port < 0 || crossed([&](const Channel& ch) { return ch.from == port || ch.to == port; });
     }
+    // ECN off changes what a queue does only where marking would have held
+    // it: over full, not held by pauses, fed by DCQCN senders. A queue
+    // below Kmin, or one a storm's pauses hold, is the same either way (a
+    // generated run drew ECN off on an RTSW whose busiest queues stayed
+    // under Kmin, another on a port held by a storm that lasted the run).
+    case v1::FAULT_KIND_ECN_MISCONFIG: {
+      const auto missed = [&](const Channel& ch) { return ch.ecn_missed; };
+      if (const auto sw = switch_index_.find(fault.spec.target()); sw != switch_index_.end())
+        return crossed([&](const Channel& ch) { return ports_[ch.from].sw == sw->second && missed(ch); });
+      const int port = PortIndex(fault.spec.target());
+      return crossed([&](const Channel& ch) { return ch.from == port && missed(ch); });
+    }
     // What only traffic shows: no flow through the target switch (its
     // egress), or the target port's egress, nothing to see (the jobs
     // through it hung on another fault).
-    case v1::FAULT_KIND_ECN_MISCONFIG:
     case v1::FAULT_KIND_ECMP_SKEW:
     case v1::FAULT_KIND_BUFFER_THRESHOLD:
     case v1::FAULT_KIND_LATENCY_REGRESSION: {

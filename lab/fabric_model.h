@@ -224,6 +224,10 @@ class FabricModel final {
     // Per tick.
     double load = 0, carried = 0, paused = 0, mark = 0, queue = 0;
     bool stuck = false;  // the receiver keeps pausing this egress (storm)
+    // ECN is off here (ecn_misconfig) on a queue that marking would hold:
+    // over full, not held by pauses, fed mostly by DCQCN senders. The one
+    // state in which the setting changes what the queue does.
+    bool ecn_missed = false;
     double storm_fraction = 0;  // share of time it holds the pause
     double request = 0;         // pause its receiver asks for, this tick
     double congestion_drop = 0;  // share its sender's queue drops, this tick

@@ -393,6 +393,31 @@ faults:
   EXPECT_TRUE(model->faults()[2].observable) << "job 2 runs across it";
 }
 
+// ECN off shows only where marking would have held a queue: one over full
+// with DCQCN senders and not held by pauses. A rack-local job's queues carry
+// their flows at line rate and never reach Kmin, with ECN on or off.
+TEST(FabricModel, EcnOffIsObservableOnlyWhereAQueueWouldHaveMarked) {
+  auto local = Model(R"(
+jobs: [{id: "1", hosts: [z1-r01-h1, z1-r01-h2]}]
+faults: [{kind: ecn_misconfig, target: z1-rtsw01, at_s: 0}]
+)");
+  for (int i = 0; i < 6; ++i) local->Step(0.5, nullptr);
+  ASSERT_EQ(local->faults().size(), 1u);
+  EXPECT_FALSE(local->faults()[0].observable) << "the job crosses the switch, but no queue of it fills";
+  EXPECT_EQ(TotalPfc(*local, true), 0);
+
+  // The spread job's collisions fill CTSW queues that DCQCN held before.
+  auto spread = Model(R"(
+jobs: [{id: "1", num_hosts: 8, placement: spread}]
+faults: [{kind: ecn_misconfig, target: z1-ctsw01, at_s: 0}, {kind: ecn_misconfig, target: z1-ctsw02, at_s: 0}]
+)");
+  for (int i = 0; i < 6; ++i) spread->Step(0.5, nullptr);
+  ASSERT_EQ(spread->faults().size(), 2u);
+  EXPECT_TRUE(spread->faults()[0].observable || spread->faults()[1].observable)
+      << "a CTSW queue the collisions fill no longer marks";
+  ASSERT_GT(TotalPfc(*spread, true), 0);
+}
+
 TEST(FabricModel, BusBwNearIdealWithoutContention) {
   // Two hosts in one rack: no uplinks, no collisions.
   auto model = Model(R"(jobs: [{id: "1", hosts: [z1-r01-h1, z1-r01-h2]}])");
