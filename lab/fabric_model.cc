@@ -1258,8 +1258,7 @@ bool FabricModel::CanShow(const ActiveFault& fault) const {
     // ECN off changes what a queue does only where marking would have held
     // it: over full, not held by pauses, fed by DCQCN senders. A queue
     // below Kmin, or one a storm's pauses hold, is the same either way (a
-    // generated run drew ECN off on an RTSW whose busiest queues stayed
-    // under Kmin, another on a port held by a storm that lasted the run).
+    // generated run drew ECN off on a port a storm held for the whole run).
     case v1::FAULT_KIND_ECN_MISCONFIG: {
       const auto missed = [&](const Channel& ch) { return ch.ecn_missed; };
       if (const auto sw = switch_index_.find(fault.spec.target()); sw != switch_index_.end())
