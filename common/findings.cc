@@ -190,6 +190,12 @@ std::string ComposeVerdict(const v1::DiagnoseJobResponse& d) {
     if (latest == nullptr) when = "";
     else if (latest->end_us() == 0) when = StrCat(" since ", since(latest->start_us()));
     else when = StrCat(" from ", since(latest->start_us()), " to ", FormatUtcTimeOfDay(latest->end_us()));
+    // A stall that ended: busbw while the job ran may be its baseline, so it
+    // is not what the verdict is about ("DEGRADED ...: busbw 1.00x" misleads).
+    if (latest != nullptr && latest->kind() == "job_stalled")
+      return StrCat("DEGRADED", when, ": no collective completed",
+                    busbw.empty() ? "" : StrCat(" (while it ran, ", busbw, ")"), "; ",
+                    top ? StrCat("most likely cause: ", cause) : no_cause);
     return StrCat("DEGRADED", when, busbw.empty() ? "" : StrCat(": ", busbw), "; ",
                   top ? StrCat("most likely cause: ", cause) : no_cause);
   }
