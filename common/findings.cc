@@ -192,12 +192,10 @@ std::string ComposeVerdict(const v1::DiagnoseJobResponse& d) {
     else when = StrCat(" from ", since(latest->start_us()), " to ", FormatUtcTimeOfDay(latest->end_us()));
     // A stall that ended: busbw while the job ran may be its baseline, so it
     // is not what the verdict is about ("DEGRADED ...: busbw 1.00x" misleads).
+    std::string what = busbw.empty() ? "" : StrCat(": ", busbw);
     if (latest != nullptr && latest->kind() == "job_stalled")
-      return StrCat("DEGRADED", when, ": no collective completed",
-                    busbw.empty() ? "" : StrCat(" (while it ran, ", busbw, ")"), "; ",
-                    top ? StrCat("most likely cause: ", cause) : no_cause);
-    return StrCat("DEGRADED", when, busbw.empty() ? "" : StrCat(": ", busbw), "; ",
-                  top ? StrCat("most likely cause: ", cause) : no_cause);
+      what = StrCat(": no collective completed", busbw.empty() ? "" : StrCat(" (while it ran, ", busbw, ")"));
+    return StrCat("DEGRADED", when, what, "; ", top ? StrCat("most likely cause: ", cause) : no_cause);
   }
   if (d.state() == "unknown") {
     std::string text = "UNKNOWN: no NCCL data ";

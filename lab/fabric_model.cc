@@ -1255,27 +1255,24 @@ bool FabricModel::CanShow(const ActiveFault& fault) const {
       const int port = PortIndex(fault.spec.target());
       return port < 0 || crossed([&](const Channel& ch) { return ch.from == port || ch.to == port; });
     }
-    // ECN off changes what a queue does only where marking would have held
-    // it: over full, not held by pauses, fed by DCQCN senders. A queue
-    // below Kmin, or one a storm's pauses hold, is the same either way (a
-    // generated run drew ECN off on a port a storm held for the whole run).
-    case v1::FAULT_KIND_ECN_MISCONFIG: {
-      const auto missed = [&](const Channel& ch) { return ch.ecn_missed; };
-      if (const auto sw = switch_index_.find(fault.spec.target()); sw != switch_index_.end())
-        return crossed([&](const Channel& ch) { return ports_[ch.from].sw == sw->second && missed(ch); });
-      const int port = PortIndex(fault.spec.target());
-      return crossed([&](const Channel& ch) { return ch.from == port && missed(ch); });
-    }
     // What only traffic shows: no flow through the target switch (its
     // egress), or the target port's egress, nothing to see (the jobs
-    // through it hung on another fault).
+    // through it hung on another fault). ECN off changes what a queue does
+    // only where marking would have held it (Channel::ecn_missed): a queue
+    // below Kmin, or one a storm's pauses hold, is the same either way (a
+    // generated run drew ECN off on a port a storm held for the whole run).
+    case v1::FAULT_KIND_ECN_MISCONFIG:
     case v1::FAULT_KIND_ECMP_SKEW:
     case v1::FAULT_KIND_BUFFER_THRESHOLD:
     case v1::FAULT_KIND_LATENCY_REGRESSION: {
-      if (const auto sw = switch_index_.find(fault.spec.target()); sw != switch_index_.end())
-        return crossed([&](const Channel& ch) { return ports_[ch.from].sw == sw->second; });
-      const int port = PortIndex(fault.spec.target());
-      return crossed([&](const Channel& ch) { return ch.from == port; });
+      const auto sw = switch_index_.find(fault.spec.target());
+      const bool whole_switch = sw != switch_index_.end();
+      const int port = whole_switch ? -1 : PortIndex(fault.spec.target());
+      const bool ecn = fault.spec.kind() == v1::FAULT_KIND_ECN_MISCONFIG;
+      return crossed([&](const Channel& ch) {
+        const bool egress = whole_switch ? ports_[ch.from].sw == sw->second : ch.from == port;
+        return egress && (!ecn || ch.ecn_missed);
+      });
     }
     // A straggler needs its job to run collectives, and to slow it by a
     // share the detectors are held to: another fault that made every
