@@ -1195,9 +1195,11 @@ void FabricModel::Step(double dt, std::vector<CollectiveRecord>* records) {
   if (routes_dirty_) Reroute();
   AddLatency();
   ComputeRates();
-  MarkObservable();
   RecordCollisions(dt);
   Accumulate(dt, records);
+  // After Accumulate: whether a fault shows depends on this step's job
+  // status too (a job a dead link stalls shows none of its ranks' delays).
+  MarkObservable();
   now_s_ += dt;
 }
 
