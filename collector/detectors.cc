@@ -850,7 +850,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
 
   // Drops on a lossless queue. PFC should pause the sender before the class
   // drops. A queue that drops while its switch's shared buffer stays below
-  // half full, while PFC is on for its priority and no pause holds the
+  // half full, while PFC is on for its priority and no storm holds the
   // port, dropped at a threshold far below what the buffer could give it:
   // a queue or buffer threshold setting, not a lack of buffer. Otherwise
   // (the buffer full, PFC off there, a storm the watchdog drops, or no pool
@@ -919,8 +919,23 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       if (st.switch_name() == device && st.has_applied_qos() && !st.applied_qos().pfc_priorities().empty())
         pfc_known_off |= std::find(st.applied_qos().pfc_priorities().begin(), st.applied_qos().pfc_priorities().end(),
                                    d.q) == st.applied_qos().pfc_priorities().end();
-    const auto rx = port_rx.find(d.e->entity);
-    const bool held = rx != port_rx.end() && rx->second >= s_.pause_ratio / 5;
+    // Held by a storm: the PFC watchdog acting on the port (detected more
+    // often than restored) drops what it will not let the pauses hold. A
+    // port paused, however much, by a peer that is merely congested still
+    // fills toward XOFF to pause its own senders: a drop on the way there,
+    // the buffer mostly free, is the threshold's. Where the switch reports
+    // no watchdog, a peer pausing the port in the storm class may be one.
+    bool held = false, watchdog = false;
+    if (auto port = entities_.find(Key(v1::SCOPE_PORT, d.e->entity)); port != entities_.end()) {
+      double detected = 0, restored = 0;
+      for (const auto& [k, r] : port->second.series) {
+        if (k.rfind("pfcwd_storms_detected", 0) == 0) detected += r.value, watchdog = true;
+        if (k.rfind("pfcwd_storms_restored", 0) == 0) restored += r.value;
+      }
+      held = detected > restored;
+    }
+    if (const auto rx = port_rx.find(d.e->entity); !watchdog && rx != port_rx.end())
+      held = rx->second >= s_.storm_ratio;
     if (fill != device_pool_fill.end() && fill->second < kThresholdDropFill && !pfc_known_off && !held) {
       threshold_drops[device].push_back(&d);
       continue;
@@ -1056,6 +1071,22 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
             h.cause_key = *key;
             break;
           }
+  // The open collision that `port` of `device` takes part in: one of the
+  // switch's uplinks when its own uplinks collided (the finding's evidence
+  // names ports of the switch itself), or a link toward the switch it
+  // faces when the links toward that one collided (evidence on the tier
+  // above's ports).
+  auto open_collision = [&](const std::string& device, const std::string& port) -> const std::string* {
+    const std::string peer = PeerPort(topo, port);
+    if (peer.empty()) return nullptr;
+    const std::string peer_device = EntityDevice(peer);
+    const bool up = FacesUp(topo, device, peer_device);
+    const auto it = active_.find(StrCat("ecmp_imbalance|", up ? device : peer_device));
+    if (it == active_.end()) return nullptr;
+    for (const v1::Evidence& ev : it->second.anomaly.evidence())
+      if (up ? EntityDevice(ev.entity()) == device : EntityDevice(ev.entity()) != peer_device) return &it->first;
+    return nullptr;
+  };
   std::vector<const Pause*> victims;
   for (const Pause& p : pauses) {
     const std::string device = EntityDevice(p.e->entity);
@@ -1141,6 +1172,14 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           // The deep queue is a link toward a switch whose links from this
           // tier collide: the same.
           congestion_origin[device] = toward->second;
+        } else if (const std::string* key = open_collision(device, worst->e->entity);
+                   key != nullptr && !congestion_origin.count(device)) {
+          // A collision still open that this round's readings did not show
+          // (its links read at moments its load was momentarily even): the
+          // flows hashed onto the link stay there until routes change, so
+          // its queue is still the collision's, as a link finding still open
+          // explains the congestion it left.
+          congestion_origin[device] = *key;
         } else if (collision_pending.count(worst->e->entity)) {
           // A link toward a switch that may be a collision, judged at the
           // next readings: neither a hot spot nor an origin yet.

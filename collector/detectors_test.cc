@@ -665,6 +665,35 @@ TEST_F(DetectorsTest, DropsOfAQueueHeldByPausesAreNotAThresholdSetting) {
   EXPECT_NE(Active("lossless_drops", queue), nullptr);
 }
 
+// A port its congested peer pauses, even most of the time, still fills
+// toward XOFF to pause its own senders: drops on the way there, the buffer
+// mostly free, are the threshold's. The watchdog acting on the queue
+// (detected more often than restored) drops what it will not let pauses
+// hold, however little the port reads itself paused once it stops obeying.
+TEST_F(DetectorsTest, DropsOfAQueuePausedNowAndThenAreAThresholdAndOfAWatchdogsQueueAreNot) {
+  const std::string queue = "z1-rtsw01/Ethernet0";
+  fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_drops", 0, std::nullopt, 3);
+  fabric_.Set(v1::SCOPE_PORT, queue, "pfcwd_storms_detected", 0, std::nullopt, 3);
+  fabric_.Set(v1::SCOPE_PORT, queue, "pfcwd_storms_restored", 0, std::nullopt, 3);
+  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_used_bytes", 0);
+  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_size_bytes", 32'000'000);
+  for (int s = 0; s < 3; ++s) Step(s);
+  fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_drops", 5'000, std::nullopt, 3);
+  fabric_.Add(v1::SCOPE_PORT, queue, "pfc_rx_pause_us", 600'000, 3);
+  Step(3);
+  EXPECT_NE(Active("buffer_threshold_drops", queue), nullptr) << "paused 60% of the time, no watchdog acting";
+  EXPECT_EQ(Count("lossless_drops"), 0);
+  for (int s = 4; s < 10; ++s) Step(s);
+  ASSERT_EQ(Active("buffer_threshold_drops"), nullptr);
+  fabric_.Add(v1::SCOPE_PORT, queue, "pfcwd_storms_detected", 1, std::nullopt, 3);
+  fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_drops", 5'000, std::nullopt, 3);
+  Step(10);
+  fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_drops", 5'000, std::nullopt, 3);
+  Step(11);
+  EXPECT_NE(Active("lossless_drops", queue), nullptr) << "the watchdog drops the queue";
+  EXPECT_EQ(Active("buffer_threshold_drops"), nullptr);
+}
+
 // PFC off on the lossless priority is a setting: named as the port reports
 // it, with no traffic at all; several ports of one switch name the switch.
 // The drops it lets through, on its own switch or on the switch at the
@@ -897,6 +926,36 @@ TEST_F(EcmpImbalanceTest, TheSummaryQuotesTheLatestReadingAndTheEvidenceItsPeak)
     if (ev.entity() == kUplinks[0] && ev.counter() == "tx_bytes") busiest = &ev;
   ASSERT_NE(busiest, nullptr);
   EXPECT_NE(busiest->note().find("3.1x the mean"), std::string::npos) << busiest->note();
+}
+
+// A collision whose uplinks read even for one interval (each switch port
+// read at a moment the bursts happened to balance) is still open, and the
+// flows hashed onto its hot uplink stay there: that uplink's deep queue,
+// and the pauses it makes, are still the collision's, not a hot spot.
+TEST_F(EcmpImbalanceTest, AQueueOfACollisionThatReadsEvenForAMomentIsStillTheCollisions) {
+  NicUnderTheSwitch();
+  Run(0, 3, {0.3, 0.3, 0.3, 0.3}, {});
+  fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 2'000'000, std::nullopt, 3);
+  for (int s = 3; s < 6; ++s) {
+    PauseTheNic();
+    Run(s, s + 1, {1.0, 0.1, 0.1, 0.1}, {0});
+  }
+  const auto* collision = Active("ecmp_imbalance");
+  ASSERT_NE(collision, nullptr);
+  const uint64_t id = collision->id();
+  PauseTheNic();
+  Run(6, 7, {0.5, 0.45, 0.45, 0.45}, {0});
+  ASSERT_NE(Active("ecmp_imbalance"), nullptr) << "open until clear_after of quiet";
+  EXPECT_EQ(Active("ecn_hotspot"), nullptr) << "the collision's queue";
+  ExpectPausesCausedBy(id);
+  // Even for good: the finding clears, and the queue that stays deep with
+  // no collision open is a hot spot of its own.
+  for (int s = 7; s < 12; ++s) {
+    PauseTheNic();
+    Run(s, s + 1, {0.5, 0.45, 0.45, 0.45}, {0});
+  }
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
+  EXPECT_NE(Active("ecn_hotspot", kUplinks[0]), nullptr);
 }
 
 // The NIC and its switch read their pause counters over different
