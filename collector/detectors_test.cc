@@ -841,6 +841,18 @@ class EcmpImbalanceTest : public DetectorsFixture {
     fabric_.Add(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "pfc_rx_pause_us", 300'000, 3);
     fabric_.Add(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_tx_pause_us", 300'000, 3);
   }
+  // The first uplink collides (3.1x the mean) and grows deep from second 3
+  // to 5, its switch pausing the NIC under it: the open collision, if any.
+  const v1::Anomaly* CollideWithTheNicPaused() {
+    NicUnderTheSwitch();
+    Run(0, 3, {0.3, 0.3, 0.3, 0.3}, {});
+    fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 2'000'000, std::nullopt, 3);
+    for (int s = 3; s < 6; ++s) {
+      PauseTheNic();
+      Run(s, s + 1, {1.0, 0.1, 0.1, 0.1}, {0});
+    }
+    return Active("ecmp_imbalance");
+  }
   // Seconds [from, to) with each uplink sending `share` of its 50 GB/s; the
   // uplinks in `marking` mark 1% of their packets (their queue is above
   // ECN's Kmin).
@@ -898,14 +910,7 @@ TEST_F(EcmpImbalanceTest, PausesFromTheCollidingSwitchAreItsConsequences) {
   // The colliding uplink's queue grows deep and the switch pauses the NIC
   // that feeds it: both ends of that pause are consequences of the
   // collision, not a hot spot or a storm of their own.
-  NicUnderTheSwitch();
-  Run(0, 3, {0.3, 0.3, 0.3, 0.3}, {});
-  fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 2'000'000, std::nullopt, 3);
-  for (int s = 3; s < 6; ++s) {
-    PauseTheNic();
-    Run(s, s + 1, {1.0, 0.1, 0.1, 0.1}, {0});
-  }
-  const auto* collision = Active("ecmp_imbalance");
+  const auto* collision = CollideWithTheNicPaused();
   ASSERT_NE(collision, nullptr);
   ExpectPausesCausedBy(collision->id());
 }
@@ -933,14 +938,7 @@ TEST_F(EcmpImbalanceTest, TheSummaryQuotesTheLatestReadingAndTheEvidenceItsPeak)
 // flows hashed onto its hot uplink stay there: that uplink's deep queue,
 // and the pauses it makes, are still the collision's, not a hot spot.
 TEST_F(EcmpImbalanceTest, AQueueOfACollisionThatReadsEvenForAMomentIsStillTheCollisions) {
-  NicUnderTheSwitch();
-  Run(0, 3, {0.3, 0.3, 0.3, 0.3}, {});
-  fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 2'000'000, std::nullopt, 3);
-  for (int s = 3; s < 6; ++s) {
-    PauseTheNic();
-    Run(s, s + 1, {1.0, 0.1, 0.1, 0.1}, {0});
-  }
-  const auto* collision = Active("ecmp_imbalance");
+  const auto* collision = CollideWithTheNicPaused();
   ASSERT_NE(collision, nullptr);
   const uint64_t id = collision->id();
   PauseTheNic();
