@@ -860,11 +860,14 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // setting: that class drops there instead of pausing. A setting needs no
   // traffic to be wrong, so it is named whether or not anything dropped
   // yet. Several ports of one device name the device (its profile), as for
-  // ECN. Drops on the device, or on the device at the other end of one of
-  // those links (where what the port would not hold back arrives), are its
-  // consequence, unless a threshold setting already explained them before
-  // PFC went off.
-  std::unordered_map<std::string, std::string> pfc_off_cause;  // device -> the finding's entity
+  // ECN. Drops on the device are its consequence, and on the device at the
+  // other end of one of those links, on the queues what the port would not
+  // hold back flows into: any but the link's own, and, where the port is on
+  // the tier above, only those facing down (what comes from above goes
+  // down). Unless a threshold setting already explained them before PFC
+  // went off. (A generated run blamed a CTSW port with PFC off for the
+  // drops of a buffer threshold on the RTSW below, on the RTSW's uplinks.)
+  std::unordered_map<std::string, std::string> pfc_off_cause;  // device, or a port of a peer -> the finding's entity
   for (const auto& [device, offs] : device_pfc_off) {
     std::set<std::string> ports;
     for (const PfcOff& o : offs) ports.insert(o.e->entity);
@@ -883,9 +886,19 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
                        ": they neither pause their link partners nor obey their pauses, so the class drops "
                        "instead of pausing");
     pfc_off_cause[device] = entity;
-    for (const std::string& port : ports)
-      if (const std::string peer = PeerPort(topo, port); !peer.empty())
-        pfc_off_cause.try_emplace(EntityDevice(peer), entity);
+    for (const std::string& port : ports) {
+      const std::string peer = PeerPort(topo, port);
+      if (peer.empty() || topo->FindSwitch(EntityDevice(peer)) == nullptr) continue;
+      const std::string peer_device = EntityDevice(peer);
+      const bool from_above = FacesUp(topo, peer_device, device);
+      for (const std::string& name : topo->PortsOf(peer_device)) {
+        const std::string queue = StrCat(peer_device, "/", name);
+        if (queue == peer) continue;
+        const std::string next = PeerPort(topo, queue);
+        if (from_above && (next.empty() || FacesUp(topo, peer_device, EntityDevice(next)))) continue;
+        pfc_off_cause.try_emplace(queue, entity);
+      }
+    }
     hits->push_back(std::move(h));
   }
   // While a reading taken when the setting was last off can still be
@@ -903,6 +916,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     const std::string device = EntityDevice(d.e->entity);
     const auto fill = device_pool_fill.find(device);
     auto pfc_off = pfc_off_cause.find(device);
+    if (pfc_off == pfc_off_cause.end()) pfc_off = pfc_off_cause.find(d.e->entity);
     if (pfc_off != pfc_off_cause.end()) {
       // Drops already judged a threshold setting before PFC went off on
       // their switch or next to it stay one: a cause that began after them

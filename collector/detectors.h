@@ -295,7 +295,7 @@ class Detectors final {
   std::unordered_map<std::string, EntityState> entities_;  // scope char + entity
   // Switch -> time of its latest reading with a deep lossless egress queue.
   std::unordered_map<std::string, int64_t> deep_seen_us_;
-  // Device -> the entity of the pfc_misconfig finding that explains drops
+  // Device (or a port of a peer device) -> the entity of the pfc_misconfig finding that explains drops
   // on it, and when a port last reported PFC off: a reading just after the
   // setting is restored still counts drops of an interval it was off in.
   struct PfcOffSeen {

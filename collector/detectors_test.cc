@@ -915,6 +915,40 @@ TEST_F(EcmpImbalanceTest, PausesFromTheCollidingSwitchAreItsConsequences) {
   ExpectPausesCausedBy(collision->id());
 }
 
+// PFC off on a CTSW port lets through, at the RTSW below, what the port
+// would not hold back: traffic from above, which goes down. Drops on the
+// RTSW's downlink are its consequence; drops on the RTSW's uplinks (the
+// link's own, or another CTSW's), with the buffer mostly free, are a
+// threshold's, whatever the CTSW's setting.
+TEST_F(EcmpImbalanceTest, PfcOffAboveExplainsDropsGoingDownNotOnTheUplinks) {
+  const char* kPool = "z1-rtsw01/ingress_lossless_pool";
+  fabric_.Set(v1::SCOPE_QUEUE, kPool, "buffer_used_bytes", 1'000'000);
+  fabric_.Set(v1::SCOPE_QUEUE, kPool, "buffer_size_bytes", 32'000'000);
+  for (const char* queue : {"z1-rtsw01/Ethernet0", kUplinks[0], kUplinks[1]}) {
+    fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_drops", 0, std::nullopt, 3);
+    fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_tx_packets", 0, std::nullopt, 3);
+  }
+  fabric_.Set(v1::SCOPE_PORT, "z1-ctsw01/Ethernet0", "pfc_enabled", 1, 3);
+  Run(0, 3, {0.3, 0.3, 0.3, 0.3}, {});
+  fabric_.Set(v1::SCOPE_PORT, "z1-ctsw01/Ethernet0", "pfc_enabled", 0, 3);
+  Run(3, 4, {0.3, 0.3, 0.3, 0.3}, {});
+  const v1::Anomaly* off = Active("pfc_misconfig", "z1-ctsw01/Ethernet0");
+  ASSERT_NE(off, nullptr);
+  for (const char* queue : {"z1-rtsw01/Ethernet0", kUplinks[0], kUplinks[1]}) {
+    fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_drops", 500, std::nullopt, 3);
+    fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_tx_packets", 100'000, std::nullopt, 3);
+  }
+  Run(4, 5, {0.3, 0.3, 0.3, 0.3}, {});
+  const v1::Anomaly* down = Active("lossless_drops", "z1-rtsw01/Ethernet0");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->caused_by(), off->id());
+  EXPECT_EQ(Active("lossless_drops", kUplinks[0]), nullptr) << "the link's own queue: the CTSW never pauses it";
+  EXPECT_EQ(Active("lossless_drops", kUplinks[1]), nullptr) << "another uplink: nothing from above goes up";
+  const v1::Anomaly* threshold = Active("buffer_threshold_drops", "z1-rtsw01");
+  ASSERT_NE(threshold, nullptr) << "two uplinks dropping with the buffer mostly free";
+  EXPECT_EQ(threshold->caused_by(), 0u);
+}
+
 // A collision that eases: the summary quotes the latest reading, and says
 // so; the evidence keeps the uplink's peak, described as it was then. The
 // two figures differ, and neither passes for the other.
