@@ -208,6 +208,14 @@ class DetectorsFixture : public ::testing::Test {
 
 class DetectorsTest : public DetectorsFixture {
  protected:
+  // `queue` of z1-rtsw01 reports no drops yet and its switch's lossless
+  // pool is empty; three seconds pass.
+  void QuietQueueWithTheBufferEmpty(const std::string& queue) {
+    fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_drops", 0, std::nullopt, 3);
+    fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_used_bytes", 0);
+    fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_size_bytes", 32'000'000);
+    for (int s = 0; s < 3; ++s) Step(s);
+  }
   void SetUp() override {
     UseTopology(kTopology);
     // Every port reports link state and speed, like the real agents.
@@ -653,10 +661,7 @@ TEST_F(DetectorsTest, LosslessDropsWithTheBufferMostlyEmptyAreAThresholdSetting)
 
 TEST_F(DetectorsTest, DropsOfAQueueHeldByPausesAreNotAThresholdSetting) {
   const std::string queue = "z1-rtsw01/Ethernet0";
-  fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_drops", 0, std::nullopt, 3);
-  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_used_bytes", 0);
-  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_size_bytes", 32'000'000);
-  for (int s = 0; s < 3; ++s) Step(s);
+  QuietQueueWithTheBufferEmpty(queue);
   // The watchdog drops the queue that a storming peer keeps paused.
   fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_drops", 5'000, std::nullopt, 3);
   fabric_.Add(v1::SCOPE_PORT, queue, "pfc_rx_pause_us", 800'000, 3);
@@ -672,12 +677,9 @@ TEST_F(DetectorsTest, DropsOfAQueueHeldByPausesAreNotAThresholdSetting) {
 // hold, however little the port reads itself paused once it stops obeying.
 TEST_F(DetectorsTest, DropsOfAQueuePausedNowAndThenAreAThresholdAndOfAWatchdogsQueueAreNot) {
   const std::string queue = "z1-rtsw01/Ethernet0";
-  fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_drops", 0, std::nullopt, 3);
   fabric_.Set(v1::SCOPE_PORT, queue, "pfcwd_storms_detected", 0, std::nullopt, 3);
   fabric_.Set(v1::SCOPE_PORT, queue, "pfcwd_storms_restored", 0, std::nullopt, 3);
-  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_used_bytes", 0);
-  fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_size_bytes", 32'000'000);
-  for (int s = 0; s < 3; ++s) Step(s);
+  QuietQueueWithTheBufferEmpty(queue);
   fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_drops", 5'000, std::nullopt, 3);
   fabric_.Add(v1::SCOPE_PORT, queue, "pfc_rx_pause_us", 600'000, 3);
   Step(3);
