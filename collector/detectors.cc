@@ -322,6 +322,17 @@ double Detectors::Delta(const EntityState& e, std::string_view key) const {
   return r != nullptr && r->has_delta ? r->delta : 0;
 }
 
+Detectors::Summed Detectors::SumSeries(const EntityState& e, std::string_view counter) const {
+  Summed sum;
+  for (const auto& [key, r] : e.series) {
+    if (!key.starts_with(counter)) continue;
+    sum.found = true;
+    sum.value += r.value;
+    if (r.has_delta) sum.delta += r.delta;
+  }
+  return sum;
+}
+
 double Detectors::LosslessDelta(const EntityState& e, const char* counter) const {
   auto it = lossless_keys_.find(std::string_view(counter));
   if (it == lossless_keys_.end()) {
@@ -941,12 +952,9 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     // no watchdog, a peer pausing the port in the storm class may be one.
     bool held = false, watchdog = false;
     if (auto port = entities_.find(Key(v1::SCOPE_PORT, d.e->entity)); port != entities_.end()) {
-      double detected = 0, restored = 0;
-      for (const auto& [k, r] : port->second.series) {
-        if (k.rfind("pfcwd_storms_detected", 0) == 0) detected += r.value, watchdog = true;
-        if (k.rfind("pfcwd_storms_restored", 0) == 0) restored += r.value;
-      }
-      held = detected > restored;
+      const Summed detected = SumSeries(port->second, "pfcwd_storms_detected");
+      watchdog = detected.found;
+      held = detected.value > SumSeries(port->second, "pfcwd_storms_restored").value;
     }
     if (const auto rx = port_rx.find(d.e->entity); !watchdog && rx != port_rx.end())
       held = rx->second >= s_.storm_ratio;
@@ -1278,9 +1286,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       if (peer.empty()) continue;
       auto it = entities_.find(Key(v1::SCOPE_PORT, peer));
       if (it == entities_.end() || !Fresh(it->second, now_us)) continue;
-      double wd = 0;
-      for (const auto& [k, r] : it->second.series)
-        if (k.rfind("pfcwd_storms_detected", 0) == 0 && r.has_delta) wd += r.delta;
+      const double wd = SumSeries(it->second, "pfcwd_storms_detected").delta;
       if (wd > 0) o.evidence.push_back(Ev(it->second, "pfcwd_storms_detected", wd, 0, "PFC watchdog on the peer"));
     }
   }

@@ -282,6 +282,13 @@ class Detectors final {
   double Delta(const EntityState& e, std::string_view key) const;
   double LosslessDelta(const EntityState& e, const char* counter) const;
   const Reading* Find(const EntityState& e, std::string_view key) const;
+  // Every series of `counter` on `e` (all its priorities and queues),
+  // summed: their values and their deltas; `found` when there is one.
+  struct Summed {
+    double value = 0, delta = 0;
+    bool found = false;
+  };
+  Summed SumSeries(const EntityState& e, std::string_view counter) const;
   // Evidence of `counter` on `e`, counting its delta once per reading.
   v1::Evidence Ev(const EntityState& e, const std::string& counter, double delta, double rate,
                   std::string note = "") const;
@@ -295,9 +302,10 @@ class Detectors final {
   std::unordered_map<std::string, EntityState> entities_;  // scope char + entity
   // Switch -> time of its latest reading with a deep lossless egress queue.
   std::unordered_map<std::string, int64_t> deep_seen_us_;
-  // Device (or a port of a peer device) -> the entity of the pfc_misconfig finding that explains drops
-  // on it, and when a port last reported PFC off: a reading just after the
-  // setting is restored still counts drops of an interval it was off in.
+  // Device, or a port of a peer device, -> the entity of the pfc_misconfig
+  // finding that explains drops on it, and when a port last reported PFC
+  // off: a reading just after the setting is restored still counts drops
+  // of an interval it was off in.
   struct PfcOffSeen {
     std::string entity;
     int64_t last_us = 0;
