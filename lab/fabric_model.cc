@@ -50,6 +50,10 @@ absl::Status FabricModel::Init(std::shared_ptr<const Topology> topology,
   topology_ = std::move(topology);
   k_ = constants;
   seed_ = scenario.seed() == 0 ? 1 : scenario.seed();
+  // mlx5e sets the minor watermark at 85% of the timeout, at least 80 ms.
+  const uint32_t stall_ms = scenario.has_nic_stall_timeout_ms() ? scenario.nic_stall_timeout_ms() : 8000;
+  nic_stall_timeout_s_ = stall_ms / 1000.0;
+  nic_stall_warn_s_ = stall_ms == 0 ? 0 : std::max(0.08, 0.85 * nic_stall_timeout_s_);
   const v1::Topology& topo = topology_->proto();
   for (int i = 0; i < topo.switches_size(); ++i) {
     const auto& sw = topo.switches(i);
@@ -840,7 +844,7 @@ void FabricModel::ComputeRates() {
   std::vector<double> request(channels_.size(), 0), next(channels_.size(), 0), share(channels_.size(), 1),
       paused(channels_.size(), 0), drop(channels_.size(), 0);
   for (size_t i = 0; i < channels_.size(); ++i) {
-    request[i] = channels_[i].stuck ? channels_[i].storm_fraction : 0;
+    request[i] = StormRequest(channels_[i]);
     paused[i] = request[i] * obey[i];
   }
   // Each round lets PFC climb one more hop; a fabric is at most 6 hops deep.
@@ -874,7 +878,7 @@ void FabricModel::ComputeRates() {
     std::vector<double> pause_from(channels_.size(), 0);
     for (size_t i = 0; i < channels_.size(); ++i) {
       Channel& ch = channels_[i];
-      next[i] = ch.stuck ? ch.storm_fraction : 0;
+      next[i] = StormRequest(ch);
       if (ports_[ch.from].sw < 0 || arrival[i] <= 0 || watchdog_drop[i] > 0) continue;  // only switches send PFC upstream
       const SwitchQos& q = qos_[ports_[ch.from].sw];
       const double cap = ch.up ? ch.capacity_Bps * (1 - paused[i]) : 0;
@@ -938,11 +942,16 @@ void FabricModel::ComputeRates() {
   for (size_t i = 0; i < channels_.size(); ++i) {
     channels_[i].request = request[i];
     channels_[i].congestion_drop = std::max(drop[i], watchdog_drop[i]);
+    // A NIC past its stall prevention timeout no longer pauses: what it
+    // cannot take, it drops.
+    channels_[i].rx_stall_drop =
+        channels_[i].stuck && channels_[i].stall_tripped ? channels_[i].storm_fraction : 0;
   }
   // Loss costs goodput: every drop is paid for by a go-back-N retransmit.
   for (Flow& f : flows_) {
     double keep = 1;
-    for (int ch : f.path) keep *= (1 - channels_[ch].drop_rate) * (1 - channels_[ch].congestion_drop);
+    for (int ch : f.path)
+      keep *= (1 - channels_[ch].drop_rate) * (1 - channels_[ch].congestion_drop) * (1 - channels_[ch].rx_stall_drop);
     f.rate = keep <= 0 ? 0 : f.rate / (1 + (1 - keep) * k_.gbn_cost_packets);
   }
   for (size_t i = 0; i < channels_.size(); ++i) {
@@ -963,7 +972,7 @@ void FabricModel::ComputeRates() {
       ch.queue = 0;
     } else if (ch.wd_stormed && q->wd_mitigates()) {
       ch.queue = 0;  // the watchdog empties it
-    } else if (ch.stuck || ch.paused > 0.5) {
+    } else if (StormRequest(ch) > 0 || ch.paused > 0.5) {
       ch.queue = k_.xoff_bytes * 1.5;
     } else if (u > kOverFull && !marks[i]) {
       ch.queue = k_.xoff_bytes;
@@ -1079,6 +1088,18 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
 
   // Traffic counters: each flow runs for its job's communication share.
   for (const Flow& f : flows_) {
+    const JobStatus& status = job_status_[f.job];
+    if (status.running && status.stalled) {
+      // A job hung on a NIC that drops all it receives (its stall
+      // prevention gave up pausing): its QPs still send what they have in
+      // flight again at each timeout, and the NIC drops that too.
+      for (int ch_id : f.path)
+        if (channels_[ch_id].rx_stall_drop > 0) {
+          ports_[channels_[ch_id].to].c.rx_discards_phy += k_.qp_inflight_bytes / k_.mtu_bytes * dt / k_.qp_timeout_s;
+          break;
+        }
+      continue;
+    }
     if (f.rate <= 0 || f.path.empty()) continue;
     const double bytes = f.rate * duty[f.job] * dt;
     const double packets = bytes / k_.mtu_bytes;
@@ -1111,6 +1132,10 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
       }
       unmarked *= 1 - mark;
       kept *= 1 - ch.drop_rate;
+      if (ch.rx_stall_drop > 0) {
+        to.rx_discards_phy += packets * kept * ch.rx_stall_drop;
+        kept *= 1 - ch.rx_stall_drop;
+      }
     }
     PortCounters& src = ports_[f.src].c;
     PortCounters& dst = ports_[f.dst].c;
@@ -1173,10 +1198,27 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
         }
       }
     }
-    if (ch.stuck && ports_[ch.to].host >= 0) {
-      // The NIC's own stall prevention notices it keeps pausing.
-      to.pause_storm_warnings += dt;
-      if (to.pause_storm_errors == 0) to.pause_storm_errors = 1;
+    if (ports_[ch.to].host >= 0) {
+      // The NIC's stall prevention (mlx5's device stall watermarks): a run
+      // of pausing without a break (a stuck receive that cannot drain,
+      // not pauses now and then) counts one warning event past the minor
+      // watermark and one error event at the timeout, when the NIC stops
+      // sending pauses. The run ends when the NIC drains again.
+      const bool stalled = ch.stuck && ch.storm_fraction >= k_.pfcwd_paused_share && nic_stall_timeout_s_ > 0;
+      if (!stalled) {
+        ch.stall_s = 0;
+        ch.stall_warned = ch.stall_tripped = false;
+      } else {
+        ch.stall_s += dt;
+        if (!ch.stall_warned && ch.stall_s + 1e-9 >= nic_stall_warn_s_) {
+          ch.stall_warned = true;
+          to.pause_storm_warnings += 1;
+        }
+        if (!ch.stall_tripped && ch.stall_s + 1e-9 >= nic_stall_timeout_s_) {
+          ch.stall_tripped = true;
+          to.pause_storm_errors += 1;
+        }
+      }
     }
   }
 }

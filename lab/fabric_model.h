@@ -51,6 +51,9 @@ struct ModelConstants {
   // go-back-N on the new path): the cost of every unplanned link loss. A
   // drain moves traffic before the link goes, and costs nothing.
   double qp_timeout_s = 1.0;
+  // What a hung QP sends again at each timeout: one NCCL step in flight
+  // (NCCL_BUFFSIZE, 4 MiB, over NCCL_STEPS, 8).
+  double qp_inflight_bytes = 512 * 1024;
   // Relative standard deviation of one rank's kernel time around its
   // collective's (normal, independent per rank and collective).
   double kernel_jitter = 0.01;
@@ -65,6 +68,7 @@ struct PortCounters {
   double implied_nak_seq_errors = 0, retransmits = 0, retransmit_timeouts = 0;
   double symbol_errors = 0, link_downed = 0, link_down_events = 0, tx_wait = 0;
   double pause_storm_warnings = 0, pause_storm_errors = 0;
+  double rx_discards_phy = 0;  // a NIC's receive drops: what its stall prevention lets go
   // Switch side.
   double rx_fcs_errors = 0, rx_symbol_errors = 0, link_flaps = 0;
   double pfcwd_detected = 0, pfcwd_restored = 0;
@@ -235,6 +239,13 @@ class FabricModel final {
     // The sender's PFC watchdog on this queue.
     double wd_paused_s = 0, wd_calm_s = 0;
     bool wd_stormed = false;
+    // A NIC receiver's stall prevention: how long it has paused this
+    // channel without a break, whether that passed its warning watermark,
+    // and whether it reached the timeout, after which the NIC sends no
+    // pauses and drops the share of arrivals it cannot take.
+    double stall_s = 0;
+    bool stall_warned = false, stall_tripped = false;
+    double rx_stall_drop = 0;  // share the receiving NIC drops, this tick
   };
   struct Flow {
     int job = 0, conn = 0;
@@ -278,6 +289,9 @@ class FabricModel final {
   void ApplyFaults();
   void Reroute();
   void ComputeRates();
+  // The pause a storm makes the channel's receiver ask for: none once a
+  // NIC's stall prevention has timed out.
+  static double StormRequest(const Channel& ch) { return ch.stuck && !ch.stall_tripped ? ch.storm_fraction : 0; }
   void AddLatency();
   void RecordCollisions(double dt);
   // Sets ActiveFault::observable (and when) for the faults active now that
@@ -335,6 +349,9 @@ class FabricModel final {
   std::vector<uint32_t> nic_ip_;                        // per NIC port
   bool routes_dirty_ = true;
   uint64_t seed_ = 1;
+  // The NICs' PFC stall prevention (Scenario.nic_stall_timeout_ms), in
+  // seconds: the warning watermark and the timeout; 0 when off.
+  double nic_stall_warn_s_ = 0, nic_stall_timeout_s_ = 0;
 };
 
 // The NCCL bus bandwidth factor (docs/counters.md): AllReduce 2(n-1)/n,

@@ -243,7 +243,7 @@ faults: [{kind: pfc_storm, target: z1-r02-h1/mlx5_1, at_s: 1, pause_fraction: 0.
   for (int i = 0; i < 4; ++i) model->Step(0.5, nullptr);
   const PortState& nic = model->ports()[model->PortIndex("z1-r02-h1/mlx5_1")];
   EXPECT_GT(nic.c.pfc_tx_frames, 0);
-  EXPECT_GT(nic.c.pause_storm_warnings, 0);
+  EXPECT_EQ(nic.c.pause_storm_warnings, 0) << "pausing 90% of the time is no stall to the NIC";
   // Its RTSW port receives the pauses; no other NIC sends any.
   for (const PortState& port : model->ports()) {
     if (port.host >= 0 && &port != &nic) EXPECT_EQ(port.c.pfc_tx_frames, 0) << port.device << "/" << port.name;
@@ -255,6 +255,48 @@ faults: [{kind: pfc_storm, target: z1-r02-h1/mlx5_1, at_s: 1, pause_fraction: 0.
   // which waits for a queue that cannot drain at all.
   EXPECT_EQ(model->ports()[model->PortIndex(peer)].c.pfcwd_detected, 0);
   EXPECT_LT(model->jobs()[0].busbw_gbs, before * 0.8);
+}
+
+// mlx5's PFC stall prevention: a NIC that pauses without a break counts a
+// warning at max(80 ms, 85% of its timeout) and an error at the timeout,
+// then stops pausing and drops what it cannot receive; the queue that was
+// paused drains. Off (0), it pauses for as long as it stalls.
+TEST(FabricModel, ANicsStallPreventionWarnsThenStopsPausingAndDrops) {
+  const char* faults = R"(
+jobs: [{id: "1", num_hosts: 8, placement: spread}]
+faults: [{kind: pfc_storm, target: z1-r02-h1/mlx5_1, at_s: 1, pause_fraction: 1.0}]
+)";
+  auto model = Model(StrCat(faults, "nic_stall_timeout_ms: 1000\n"));
+  auto off = Model(StrCat(faults, "nic_stall_timeout_ms: 0\n"));
+  const int n = model->PortIndex("z1-r02-h1/mlx5_1");
+  const std::string peer = model->topology().PeerOf(model->ports()[n].link, "z1-r02-h1/mlx5_1");
+  const int p = model->PortIndex(peer);
+  auto step_to = [](FabricModel& m, double t) {
+    while (m.now_s() + 1e-9 < t) m.Step(0.05, nullptr);
+  };
+  step_to(*model, 1.8);
+  const PortCounters& c = model->ports()[n].c;
+  EXPECT_EQ(c.pause_storm_warnings, 0) << "0.8 s into the stall, before the 850 ms watermark";
+  step_to(*model, 1.9);
+  EXPECT_EQ(c.pause_storm_warnings, 1);
+  EXPECT_EQ(c.pause_storm_errors, 0);
+  EXPECT_GT(model->ports()[p].c.pfc_rx_frames, 0) << "its switch port is paused";
+  step_to(*model, 2.1);
+  EXPECT_EQ(c.pause_storm_errors, 1) << "at the 1 s timeout";
+  const double frames = c.pfc_tx_frames, drops = c.rx_discards_phy;
+  const double received = model->ports()[p].c.pfc_rx_frames;
+  step_to(*model, 3);
+  EXPECT_EQ(c.pfc_tx_frames, frames) << "no pause after the timeout";
+  EXPECT_EQ(model->ports()[p].c.pfc_rx_frames, received);
+  EXPECT_GT(c.rx_discards_phy, drops) << "what it cannot take, it drops";
+  EXPECT_LT(model->ports()[p].c.queue_depth_bytes, model->constants().xoff_bytes) << "the queue toward it drains";
+  EXPECT_EQ(c.pause_storm_warnings, 1) << "one event per stall";
+  EXPECT_EQ(c.pause_storm_errors, 1);
+
+  step_to(*off, 3);
+  const PortCounters& o = off->ports()[n].c;
+  EXPECT_EQ(o.pause_storm_warnings + o.pause_storm_errors + o.rx_discards_phy, 0);
+  EXPECT_GT(o.pfc_tx_frames, frames) << "without stall prevention it pauses on";
 }
 
 TEST(FabricModel, NicDownStallsTheJobAndCountsTheFlap) {

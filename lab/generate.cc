@@ -479,6 +479,19 @@ absl::StatusOr<v1::Scenario> GenerateScenario(const GenerateOptions& options, in
     }
     *s.add_faults() = f;
   }
+  // The NICs' PFC stall prevention, and how stuck a storming NIC is, from
+  // a stream of their own (the other draws stay what they were): the
+  // timeout mlx5's `auto` sets (100 ms), the longest it accepts (8 s), or
+  // any in between; and three storms in ten a receive stuck for good
+  // (pausing without a break), the storm stall prevention exists for.
+  Draw nic(SplitMix64(options.seed * 0x100000001b3ULL + static_cast<uint64_t>(index) + 0x7374616c6cULL));
+  switch (nic.Weighted({0.3, 0.3, 0.4})) {
+    case 0: s.set_nic_stall_timeout_ms(100); break;
+    case 1: s.set_nic_stall_timeout_ms(8000); break;
+    default: s.set_nic_stall_timeout_ms(static_cast<uint32_t>(nic.Int(8, 800)) * 10); break;
+  }
+  for (v1::FaultSpec& f : *s.mutable_faults())
+    if (f.kind() == v1::FAULT_KIND_PFC_STORM && nic.Chance(0.3)) f.set_pause_fraction(1.0);
   std::string text;
   for (const auto& f : s.faults()) StrAppend(&text, v1::FaultKind_Name(f.kind()), " ", f.target(), "; ");
   s.set_description(faults == 0 ? "generated: no fault" : StrCat("generated: ", text));

@@ -181,7 +181,7 @@ absl::Status OutputWriter::WriteCounters(int64_t now_us) {
       }
       StrAppend(&stats, "     tx_pause_storm_warning_events: ", U(c.pause_storm_warnings),
                 "\n     tx_pause_storm_error_events: ", U(c.pause_storm_errors),
-                "\n     rx_discards_phy: 0\n     tx_discards_phy: 0\n",
+                "\n     rx_discards_phy: ", U(c.rx_discards_phy), "\n     tx_discards_phy: 0\n",
                 "     rx_buffer_passed_thres_phy: 0\n     link_down_events_phy: ",
                 U(c.link_down_events), "\n");
       if (auto s = WriteIfChanged(StrCat(HostDir(port.host), "/ethtool/", nic.netdev(), "/statistics"),

@@ -33,6 +33,7 @@ class OutputsTest : public ::testing::Test {
     ASSERT_TRUE(LoadYamlConfig(R"(
 jobs: [{id: "4711", name: pretrain, num_hosts: 4, placement: spread}]
 faults: [{kind: pfc_storm, target: z1-r02-h1/mlx5_1, at_s: 0, pause_fraction: 0.98}]
+nic_stall_timeout_ms: 2000
 )",
                                "s.yaml", &scenario)
                     .ok());
@@ -74,7 +75,11 @@ TEST_F(OutputsTest, HostdReadsBackTheModelsNicCounters) {
   EXPECT_GT(nic.per_prio.at("pfc_tx_pause_frames").at(3), 0u);
   EXPECT_EQ(nic.per_prio.at("pfc_tx_pause_frames").at(3), static_cast<uint64_t>(port.c.pfc_tx_frames));
   EXPECT_EQ(nic.per_prio.at("pfc_tx_pause_frames").at(0), 0u);
-  EXPECT_GT(nic.counters.at("pause_storm_warnings"), 0u);
+  // Stalled 2 s against a 2 s stall prevention timeout: warned at 1.7 s,
+  // timed out at the last step.
+  EXPECT_EQ(nic.counters.at("pause_storm_warnings"), 1u);
+  EXPECT_EQ(nic.counters.at("pause_storm_errors"), 1u);
+  EXPECT_EQ(nic.counters.at("rx_discards_phy"), static_cast<uint64_t>(port.c.rx_discards_phy));
   EXPECT_EQ(nic.rate_bytes_per_second, 50'000'000'000u);
   EXPECT_EQ(nic.link_up, true);
 }

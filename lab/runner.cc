@@ -417,6 +417,10 @@ absl::StatusOr<v1::Scenario> LoadScenario(const std::string& path) {
   if (!scenario.topology().file().empty() == scenario.topology().has_generate())
     return absl::InvalidArgumentError(
         StrCat(path, ": topology needs exactly one of file or generate"));
+  if (scenario.has_nic_stall_timeout_ms() && scenario.nic_stall_timeout_ms() != 0 &&
+      (scenario.nic_stall_timeout_ms() < 80 || scenario.nic_stall_timeout_ms() > 8000))
+    return absl::InvalidArgumentError(
+        StrCat(path, ": nic_stall_timeout_ms must be 0 (off) or between 80 and 8000, as mlx5 accepts"));
   for (const auto& fault : scenario.faults()) {
     if (fault.kind() == v1::FAULT_KIND_UNSPECIFIED)
       return absl::InvalidArgumentError(StrCat(path, ": a fault has no kind"));
