@@ -192,8 +192,16 @@ void Detectors::Observe(const v1::TelemetryBatch& batch) {
       // Only the pause counters: the full reading's series stay, and the
       // deltas wait for the next full reading.
       e.fast_ts_us = es.timestamp_us();
-      for (const v1::Sample& sample : es.samples())
-        if (sample.has_delta()) e.fast_pending[SeriesKey(sample)] += static_cast<double>(sample.delta());
+      for (const v1::Sample& sample : es.samples()) {
+        if (!sample.has_delta()) continue;
+        e.fast_pending[SeriesKey(sample)] += static_cast<double>(sample.delta());
+        // The NIC's stall prevention fired: judged at once, as a run that
+        // reached storm_pause is.
+        if (sample.delta() > 0 && sample.counter() == "pause_storm_warnings")
+          e.fast_storm_warnings += static_cast<double>(sample.delta()), urgent_ = true;
+        if (sample.delta() > 0 && sample.counter() == "pause_storm_errors")
+          e.fast_storm_errors += static_cast<double>(sample.delta()), urgent_ = true;
+      }
       TrackUnbroken(e, es, since_us, es.previous_us() > last_us ? es.previous_us() : 0, /*fast=*/true);
       continue;
     }
@@ -230,6 +238,7 @@ void Detectors::Observe(const v1::TelemetryBatch& batch) {
     for (const auto& [series, delta] : e.fast_pending)
       if (auto it = e.series.find(series); it != e.series.end() && it->second.has_delta) it->second.delta += delta;
     e.fast_pending.clear();
+    e.fast_storm_warnings = e.fast_storm_errors = 0;
   }
   for (const v1::CollectiveRecord& rec : batch.collectives()) {
     if (rec.job().empty()) continue;
@@ -363,6 +372,9 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   struct Pause {
     const EntityState* e;
     double tx = 0, rx = 0, storm_events = 0;
+    double stall_errors = 0;      // its stall prevention timed out in the interval
+    double rx_discards = 0;       // ... and what it dropped since, for want of pausing
+    bool stall_dropping = false;  // EntityState::stall_dropping
     double unbroken_us = 0;  // the longest lossless pause without a break
     bool unbroken = false;   // ... reached storm_pause
     double fast_tx = 0;      // tx pause share of a fast reading newer than the full one
@@ -433,7 +445,11 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       Pause p{&e};
       p.tx = std::min(1.0, LosslessDelta(e, "pfc_tx_pause_us") / interval_us);
       p.rx = std::min(1.0, LosslessDelta(e, "pfc_rx_pause_us") / interval_us);
-      p.storm_events = Delta(e, "pause_storm_warnings") + Delta(e, "pause_storm_errors");
+      p.stall_errors = Delta(e, "pause_storm_errors");
+      p.storm_events = Delta(e, "pause_storm_warnings") + p.stall_errors;
+      p.rx_discards = Delta(e, "rx_discards_phy");
+      if (e.ts_us > e.consumed_ts_us) e.stall_dropping = p.stall_errors > 0 || (e.stall_dropping && p.rx_discards > 0);
+      p.stall_dropping = e.stall_dropping && p.rx_discards > 0;
       // Fast readings newer than the full one: the pause a port causes is
       // judged only by its unbroken runs (a share of 100 ms is too short a
       // window for pause_ratio and storm_ratio); how much it is paused is
@@ -441,10 +457,13 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       if (e.fast_ts_us > e.ts_us) {
         p.fast_tx = e.fast_tx_ratio;
         p.rx = std::max(p.rx, e.fast_rx_ratio);
+        p.stall_errors += e.fast_storm_errors;
+        p.storm_events += e.fast_storm_warnings + e.fast_storm_errors;
       }
       p.unbroken_us = Unbroken(e);
       p.unbroken = p.unbroken_us >= static_cast<double>(s_.storm_pause_us);
-      if (p.tx >= s_.pause_ratio || p.rx >= s_.pause_ratio || p.storm_events > 0 || p.unbroken) pauses.push_back(p);
+      if (p.tx >= s_.pause_ratio || p.rx >= s_.pause_ratio || p.storm_events > 0 || p.unbroken || p.stall_dropping)
+        pauses.push_back(p);
       port_rx[e.entity] = p.rx;
       for (const auto& [q, on_key] : pfc_keys)
         if (const Reading* on = Find(e, on_key); on != nullptr && on->value == 0)
@@ -1133,7 +1152,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         p.unbroken && !diluted &&
         (nic || static_cast<double>(p.e->ts_us) >
                     static_cast<double>(std::max(p.e->ts_us, p.e->fast_ts_us)) - p.unbroken_us);
-    if (p.tx < s_.pause_ratio && p.storm_events == 0 && !unbroken) {
+    if (p.tx < s_.pause_ratio && p.storm_events == 0 && !unbroken && !p.stall_dropping) {
       victims.push_back(&p);
       continue;
     }
@@ -1249,9 +1268,12 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       victims.push_back(&p);
       continue;
     }
-    const bool storm = p.tx >= s_.storm_ratio || p.storm_events > 0 || unbroken;
+    const bool storm = p.tx >= s_.storm_ratio || p.storm_events > 0 || unbroken || p.stall_dropping;
+    // A NIC that says it stalled until its stall prevention gave up is as
+    // sure as a storm gets, whatever it pauses now.
+    const double sure = p.stall_errors > 0 || p.stall_dropping ? 1.0 : 0.0;
     Hit h{storm ? "pfc_storm" : "pfc_pause", p.e->entity,
-          storm ? v1::SEVERITY_CRITICAL : v1::SEVERITY_WARNING, std::max(p.tx, p.fast_tx),
+          storm ? v1::SEVERITY_CRITICAL : v1::SEVERITY_WARNING, std::max({p.tx, p.fast_tx, sure}),
           p.e->ts_us - static_cast<int64_t>(IntervalUs(*p.e))};
     const double interval_s = IntervalUs(*p.e) / 1e6;
     h.evidence.push_back(Ev(*p.e, "pfc_tx_pause_us", LosslessDelta(*p.e, "pfc_tx_pause_us"),
@@ -1259,15 +1281,27 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
                             StrCat("pausing its peer ", Pct(p.tx), " of the time")));
     if (unbroken) {
       h.start_us = std::min(h.start_us, std::max(p.e->ts_us, p.e->fast_ts_us) - static_cast<int64_t>(p.unbroken_us));
-      h.evidence.push_back(Ev(*p.e, "pfc_tx_pause_us", p.unbroken_us, std::max(p.tx, p.fast_tx) * 1e6,
+      // The run's length goes in the note: the same pause is already in
+      // the counter's total above, and a total counts each pause once.
+      h.evidence.push_back(Ev(*p.e, "pfc_tx_pause_us", 0, std::max(p.tx, p.fast_tx) * 1e6,
                               StrCat("pausing its peer without a break for ", Num(p.unbroken_us / 1000), " ms")));
     }
     const double frames = LosslessDelta(*p.e, "pfc_tx_pause_frames");
     if (frames > 0) h.evidence.push_back(Ev(*p.e, "pfc_tx_pause_frames", frames, frames / interval_s));
-    if (p.storm_events > 0)
-      h.evidence.push_back(Ev(*p.e, "pause_storm_warnings", p.storm_events, p.storm_events / interval_s,
-                              "the NIC's own stall prevention fired"));
-    h.summary = unbroken && p.tx < s_.storm_ratio
+    if (const double warnings = p.storm_events - p.stall_errors; warnings > 0)
+      h.evidence.push_back(Ev(*p.e, "pause_storm_warnings", warnings, warnings / interval_s,
+                              "the NIC's stall prevention: pausing past its warning watermark"));
+    if (p.stall_errors > 0)
+      h.evidence.push_back(Ev(*p.e, "pause_storm_errors", p.stall_errors, p.stall_errors / interval_s,
+                              "the NIC's stall prevention timed out: it stopped sending pauses"));
+    if (p.stall_dropping)
+      h.evidence.push_back(Ev(*p.e, "rx_discards_phy", p.rx_discards, p.rx_discards / interval_s,
+                              "dropped on receive since its stall prevention stopped its pauses"));
+    h.summary = p.stall_dropping && p.tx < s_.pause_ratio
+                    ? StrCat(p.e->entity, " stalled on the lossless class until its PFC stall prevention timed out; "
+                                          "it no longer pauses its link partner and drops what it cannot receive: "
+                                          "it is the origin of a PFC storm its NIC cut short")
+                : unbroken && p.tx < s_.storm_ratio
                     ? StrCat(p.e->entity, " has paused its link partner without a break for ",
                              Num(p.unbroken_us / 1000), " ms on the lossless class and nothing downstream explains "
                              "it: it is the origin of a PFC storm")

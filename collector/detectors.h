@@ -151,6 +151,13 @@ class Detectors final {
     std::array<int64_t, 8> pause_moved_us{};  // per priority: the last reading its tx pause grew
     double fast_tx_ratio = 0;  // lossless tx pause share of the last fast interval
     double fast_rx_ratio = 0;  // ... and rx: how much the port itself was paused
+    // A NIC whose PFC stall prevention timed out (pause_storm_errors rose)
+    // and that has dropped what it receives (rx_discards_phy) in every
+    // reading since: it no longer pauses, so only this still names it.
+    bool stall_dropping = false;
+    // The NIC's stall prevention events in fast readings newer than the
+    // full one (a 100 ms timeout fires before a second's poll).
+    double fast_storm_warnings = 0, fast_storm_errors = 0;
   };
   struct CollRecord {
     int64_t ts_us;

@@ -288,6 +288,59 @@ TEST_F(DetectorsTest, StormOnsetNamesTheNicAndRecoveryClosesIt) {
   EXPECT_LE(ended->end_us(), kT0 + 15 * kSecond);
 }
 
+// A NIC whose receive stalls pauses its switch port without a break until
+// its PFC stall prevention times out; then it stops pausing and drops what
+// arrives (mlx5: tx_pause_storm_error_events, then rx_discards_phy). The
+// storm stays named on the NIC while it drops, and ends when it stops.
+TEST_F(DetectorsTest, ANicWhoseStallPreventionTimedOutStaysTheStormWhileItDrops) {
+  const std::string nic = "z1-r01-h1/mlx5_0";
+  for (const char* counter : {"pause_storm_warnings", "pause_storm_errors", "rx_discards_phy"})
+    fabric_.Set(v1::SCOPE_NIC, nic, counter, 0);
+  for (int s = 0; s < 5; ++s) Step(s);
+  for (int s = 5; s < 7; ++s) {
+    fabric_.Add(v1::SCOPE_NIC, nic, "pfc_tx_pause_us", 1'000'000, 3);
+    fabric_.Add(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_rx_pause_us", 1'000'000, 3);
+    Step(s);
+  }
+  // In the interval of the timeout: the warning and the error, the pause
+  // for part of it, and the first drops.
+  fabric_.Add(v1::SCOPE_NIC, nic, "pfc_tx_pause_us", 300'000, 3);
+  fabric_.Add(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "pfc_rx_pause_us", 300'000, 3);
+  fabric_.Add(v1::SCOPE_NIC, nic, "pause_storm_warnings", 1);
+  fabric_.Add(v1::SCOPE_NIC, nic, "pause_storm_errors", 1);
+  fabric_.Add(v1::SCOPE_NIC, nic, "rx_discards_phy", 40'000);
+  Step(7);
+  const v1::Anomaly* storm = Active("pfc_storm", nic);
+  ASSERT_NE(storm, nullptr);
+  std::set<std::string> counters;
+  for (const auto& ev : storm->evidence()) counters.insert(ev.counter());
+  EXPECT_TRUE(counters.count("pause_storm_errors")) << storm->ShortDebugString();
+  EXPECT_TRUE(counters.count("pause_storm_warnings")) << storm->ShortDebugString();
+  for (const auto& ev : storm->evidence())
+    if (ev.counter() == "pfc_tx_pause_us")
+      EXPECT_DOUBLE_EQ(ev.total(), 2'300'000) << "each pause counted once, however long its run";
+  // No pause any more, only drops: still the storm's origin.
+  for (int s = 8; s < 14; ++s) {
+    fabric_.Add(v1::SCOPE_NIC, nic, "rx_discards_phy", 100'000);
+    Step(s);
+    storm = Active("pfc_storm", nic);
+    ASSERT_NE(storm, nullptr) << "s=" << s;
+  }
+  bool drops = false;
+  for (const auto& ev : storm->evidence()) drops |= ev.counter() == "rx_discards_phy";
+  EXPECT_TRUE(drops) << storm->ShortDebugString();
+  EXPECT_EQ(Count("pfc_storm"), 1);
+  // Drops alone, without the stall prevention having fired, name nothing
+  // as a storm; nor do they once the NIC has stopped dropping.
+  for (int s = 14; s < 20; ++s) Step(s);
+  EXPECT_EQ(Active("pfc_storm", nic), nullptr);
+  fabric_.Add(v1::SCOPE_NIC, nic, "rx_discards_phy", 100'000);
+  Step(20);
+  fabric_.Add(v1::SCOPE_NIC, nic, "rx_discards_phy", 100'000);
+  Step(21);
+  EXPECT_EQ(Active("pfc_storm", nic), nullptr) << "drops with no stall prevention behind them";
+}
+
 // The fast path: PFC pause counters every 100 ms between full polls.
 // A NIC that starts pausing its switch port without a break 30 ms after a
 // fast reading is a storm once the run reaches storm_pause (150 ms): at
@@ -318,6 +371,39 @@ TEST_F(DetectorsTest, TheFastPathSeesAnUnbrokenPauseAsAStormWithinTwoReadings) {
   EXPECT_NE(storm->summary().find("without a break for 170 ms"), std::string::npos) << storm->summary();
   EXPECT_LE(storm->start_us(), onset + 1'000);
   EXPECT_EQ(Count("pfc_storm"), 1) << "the switch port it pauses is not an origin";
+}
+
+// mlx5's stall prevention in `auto` mode times out after 100 ms, before
+// an unbroken run reaches storm_pause: the fast reading that carries its
+// events names the NIC at once, and the storm stays named on its drops.
+TEST_F(DetectorsTest, TheFastPathNamesANicWhoseStallPreventionFiredBeforeTheNextPoll) {
+  const std::string nic = "z1-r01-h1/mlx5_0";
+  for (const char* counter : {"pause_storm_warnings", "pause_storm_errors", "rx_discards_phy"})
+    fabric_.Set(v1::SCOPE_NIC, nic, counter, 0);
+  for (int s = 0; s <= 5; ++s) Step(s);
+  // Paused 100 ms from 5.03 s, then its stall prevention stops the pauses.
+  fabric_.Add(v1::SCOPE_NIC, nic, "pfc_tx_pause_us", 70'000, 3);
+  detectors_.Observe(fabric_.Poll(kT0 + 5 * kSecond + 100'000, {nic}));
+  EXPECT_FALSE(detectors_.TakeUrgent());
+  fabric_.Add(v1::SCOPE_NIC, nic, "pfc_tx_pause_us", 30'000, 3);
+  fabric_.Add(v1::SCOPE_NIC, nic, "pause_storm_warnings", 1);
+  fabric_.Add(v1::SCOPE_NIC, nic, "pause_storm_errors", 1);
+  const int64_t ts = kT0 + 5 * kSecond + 200'000;
+  detectors_.Observe(fabric_.Poll(ts, {nic}));
+  EXPECT_TRUE(detectors_.TakeUrgent()) << "the stall prevention's events ask for an evaluation";
+  for (const auto& a : detectors_.Evaluate(ts + 1'000, context_)) all_[a.id()] = a;
+  const v1::Anomaly* storm = Active("pfc_storm", nic);
+  ASSERT_NE(storm, nullptr) << "named from the fast reading, not the next full poll";
+  EXPECT_EQ(Count("pfc_storm"), 1);
+  // The full poll carries the same events in its deltas: counted once.
+  fabric_.Add(v1::SCOPE_NIC, nic, "rx_discards_phy", 50'000);
+  Step(6);
+  fabric_.Add(v1::SCOPE_NIC, nic, "rx_discards_phy", 100'000);
+  Step(7);
+  storm = Active("pfc_storm", nic);
+  ASSERT_NE(storm, nullptr);
+  for (const auto& ev : storm->evidence())
+    if (ev.counter() == "pause_storm_errors") EXPECT_EQ(ev.total(), 1) << storm->ShortDebugString();
 }
 
 // A switch pauses its senders when it cannot drain, and its full readings
