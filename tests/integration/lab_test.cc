@@ -362,6 +362,17 @@ TEST(Lab, ALatencyRegressionIsNamedFromWhatChangedOnTheJobsPaths) {
   EXPECT_NE(out.find("playbooks/latency_regression.md"), std::string::npos) << out;
 }
 
+// A stuck NIC whose stall prevention (mlx5's `auto`, 100 ms) stops its
+// pauses before a pause tree forms: named from the stall prevention's
+// events, and still named by its drops while the job hangs on them.
+TEST(Lab, ANicWhoseStallPreventionGaveUpPausingIsNamedByItsEventsAndDrops) {
+  const std::string out = RunAndDiagnose("pfc_storm_stall_prevention.yaml", "4714");
+  EXPECT_NE(out.find("pfc_storm on z1-r02-h2/mlx5_1"), std::string::npos) << out;
+  EXPECT_NE(out.find("pause_storm_errors 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("rx_discards_phy"), std::string::npos) << out;
+  EXPECT_NE(out.find("playbooks/pfc_storm.md"), std::string::npos) << out;
+}
+
 // A job across two zones fills the CTSWs' uplinks to the ATSWs, built
 // oversubscribed: no fault, so no hot spot and no storm, but the capacity
 // shortfall named where the model over-offered a group, with the pauses it
