@@ -621,9 +621,10 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // uplinks on average are far below it. Flows collided on some uplinks
   // while others had room: the hash, not the capacity, limits them. Not
   // judged where a link of the switch or of a switch its uplinks reach is
-  // faulty (routing around a bad link moves load legitimately), nor where
-  // a switch its uplinks reach drops on a lossless queue (the flows through
-  // it stall). The same
+  // down or flapping (routing around a bad link moves load legitimately),
+  // where one of the group's links is slow (it queues for its speed; a slow
+  // link elsewhere moves nothing), nor where a switch its uplinks reach
+  // drops on a lossless queue (the flows through it stall). The same
   // for the links toward a switch from the tier above: the hashes of the
   // switches upstream chose among them, and flows to one rack can collide
   // on one spine's link to it while the other spines' links have room.
@@ -655,6 +656,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     // nothing, since hashing is not weighted by speed; one that corrupts
     // frames stays in the ECMP group and carries what it carried.
     std::unordered_set<std::string> link_rerouted, link_faulted;
+    std::unordered_set<std::string> link_moved;  // a switch with a link down or flapping: its routes moved
+    std::unordered_set<std::string> slow_ends;   // both ends of a slow link
     // A lossless queue that drops makes the RoCE flows through it stall in
     // go-back-N: the links that lead to its switch carry less while it
     // lasts, because of the loss, not of the hash.
@@ -665,7 +668,11 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         for (const std::string& device : {EntityDevice(h.entity), peer.empty() ? std::string() : EntityDevice(peer)}) {
           if (device.empty()) continue;
           link_faulted.insert(device);
-          if (h.kind != "link_degraded") link_rerouted.insert(device);
+          if (h.kind != "link_degraded") link_rerouted.insert(device), link_moved.insert(device);
+        }
+        if (h.kind == "link_degraded") {
+          slow_ends.insert(h.entity);
+          if (!peer.empty()) slow_ends.insert(peer);
         }
       }
     // Congested on its own account: a link held by pauses from the switch
@@ -679,7 +686,11 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     // `device`) or the links toward it (`toward` true: ports of the
     // switches above it).
     auto judge = [&](const std::string& device, std::vector<Uplink>& ups, bool toward) {
-      if (ups.size() < 2 || link_faulted.count(device)) return;
+      if (ups.size() < 2 || link_moved.count(device)) return;
+      // A slow link of the group queues for its speed; one elsewhere on the
+      // switch moves nothing onto the group.
+      for (const Uplink& u : ups)
+        if (slow_ends.count(u.e->entity)) return;
       std::sort(ups.begin(), ups.end(), [](const Uplink& a, const Uplink& b) { return a.util > b.util; });
       bool near_fault = false;
       double sum = 0;
@@ -892,7 +903,8 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // yet. Several ports of one device name the device (its profile), as for
   // ECN. Drops on the device are its consequence, and on the device at the
   // other end of one of those links, on the queues what the port would not
-  // hold back flows into: any but the link's own, and, where the port is on
+  // hold back flows into: any but those back to its own switch (the link's
+  // own and any parallel one), and, where the port is on
   // the tier above, only those facing down (what comes from above goes
   // down). Unless a threshold setting already explained them before PFC
   // went off. (A generated run blamed a CTSW port with PFC off for the
@@ -923,8 +935,10 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       const bool from_above = FacesUp(topo, peer_device, device);
       for (const std::string& name : topo->PortsOf(peer_device)) {
         const std::string queue = StrCat(peer_device, "/", name);
-        if (queue == peer) continue;
         const std::string next = PeerPort(topo, queue);
+        // Nothing it lets through goes back to its own switch, over this
+        // link or a parallel one.
+        if (queue == peer || (!next.empty() && EntityDevice(next) == device)) continue;
         if (from_above && (next.empty() || FacesUp(topo, peer_device, EntityDevice(next)))) continue;
         pfc_off_cause.try_emplace(queue, entity);
       }

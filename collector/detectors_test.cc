@@ -1037,6 +1037,59 @@ TEST_F(EcmpImbalanceTest, PfcOffAboveExplainsDropsGoingDownNotOnTheUplinks) {
   EXPECT_EQ(threshold->caused_by(), 0u);
 }
 
+// PFC off on a whole RTSW with two links to one CTSW: what the RTSW would
+// not hold back goes up and on to other switches, never back down to it.
+// Drops on the CTSW's queue toward the RTSW over the other parallel link,
+// with the buffer mostly free, are a threshold's; drops on its queue toward
+// another RTSW are the PFC setting's. (A generated run blamed PFC off at
+// the RTSW for a buffer threshold on the CTSW above, on such a link.)
+TEST_F(DetectorsTest, PfcOffBelowExplainsNoDropsOnTheQueuesBackToItsSwitch) {
+  UseTopology(R"yaml(
+switches:
+  - {name: z1-rtsw01, role: rtsw, zone: z1}
+  - {name: z1-rtsw02, role: rtsw, zone: z1}
+  - {name: z1-ctsw01, role: ctsw, zone: z1}
+hosts:
+  - {name: z1-r01-h1, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.1}]}
+  - {name: z1-r02-h1, zone: z1, rack: 2, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.2.1}]}
+links:
+  - {a: z1-r01-h1/mlx5_0, b: z1-rtsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-r02-h1/mlx5_0, b: z1-rtsw02/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet8, b: z1-ctsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet12, b: z1-ctsw01/Ethernet4, speed_gbps: 400}
+  - {a: z1-rtsw02/Ethernet8, b: z1-ctsw01/Ethernet8, speed_gbps: 400}
+)yaml");
+  const char* kPool = "z1-ctsw01/ingress_lossless_pool";
+  fabric_.Set(v1::SCOPE_QUEUE, kPool, "buffer_used_bytes", 1'000'000);
+  fabric_.Set(v1::SCOPE_QUEUE, kPool, "buffer_size_bytes", 32'000'000);
+  const char* kBack = "z1-ctsw01/Ethernet4";  // toward the RTSW with PFC off, over its other link
+  const char* kOn = "z1-ctsw01/Ethernet8";    // toward the other RTSW
+  for (const char* queue : {kBack, kOn}) {
+    fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_drops", 0, std::nullopt, 3);
+    fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_tx_packets", 0, std::nullopt, 3);
+  }
+  for (const char* port : {"z1-rtsw01/Ethernet8", "z1-rtsw01/Ethernet12"})
+    fabric_.Set(v1::SCOPE_PORT, port, "pfc_enabled", 1, 3);
+  for (int s = 0; s < 3; ++s) Step(s);
+  for (const char* port : {"z1-rtsw01/Ethernet8", "z1-rtsw01/Ethernet12"})
+    fabric_.Set(v1::SCOPE_PORT, port, "pfc_enabled", 0, 3);
+  Step(3);
+  const v1::Anomaly* off = Active("pfc_misconfig", "z1-rtsw01");
+  ASSERT_NE(off, nullptr);
+  for (const char* queue : {kBack, kOn}) {
+    fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_drops", 500, std::nullopt, 3);
+    fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_tx_packets", 100'000, std::nullopt, 3);
+  }
+  Step(4);
+  const v1::Anomaly* on = Active("lossless_drops", kOn);
+  ASSERT_NE(on, nullptr);
+  EXPECT_EQ(on->caused_by(), off->id());
+  EXPECT_EQ(Active("lossless_drops", kBack), nullptr) << "nothing from the RTSW goes back down to it";
+  const v1::Anomaly* threshold = Active("buffer_threshold_drops", kBack);
+  ASSERT_NE(threshold, nullptr) << "a queue back to the RTSW dropping with the buffer mostly free";
+  EXPECT_EQ(threshold->caused_by(), 0u);
+}
+
 // A collision that eases: the summary quotes the latest reading, and says
 // so; the evidence keeps the uplink's peak, described as it was then. The
 // two figures differ, and neither passes for the other.
@@ -1131,6 +1184,32 @@ TEST_F(EcmpImbalanceTest, AnUplinkQueuedByPausesFromAboveIsNotACollision) {
     fabric_.Add(v1::SCOPE_PORT, kUplinks[0], "pfc_rx_pause_us", 400'000, 3);
     Run(s, s + 1, {0.6, 0.2, 0.1, 0.1}, {0});
   }
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
+}
+
+// A slow link queues at its own ends and moves no load: a NIC's link that
+// came up slow leaves its RTSW's uplinks to be judged (a generated run
+// missed a skew on an RTSW whose NIC link was degraded), while a slow
+// uplink, which queues for its speed, is no collision.
+TEST_F(EcmpImbalanceTest, ASlowDownlinkLeavesTheUplinksToBeJudged) {
+  NicUnderTheSwitch();
+  fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "rate_bytes_per_second", 50'000'000'000);
+  Run(0, 3, {0.3, 0.3, 0.3, 0.3}, {});
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "rate_bytes_per_second", 12'500'000'000);
+  fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "rate_bytes_per_second", 12'500'000'000);
+  Run(3, 5, {0.3, 0.3, 0.3, 0.3}, {});
+  ASSERT_NE(Active("link_degraded"), nullptr);
+  Run(5, 9, {1.0, 0.98, 0.1, 0.12}, {0, 1});
+  const v1::Anomaly* a = Active("ecmp_imbalance");
+  ASSERT_NE(a, nullptr) << "a slow downlink moves no load onto the uplinks";
+  EXPECT_EQ(a->entity(), "z1-rtsw01");
+}
+
+TEST_F(EcmpImbalanceTest, ASlowUplinkIsNoCollision) {
+  Run(0, 3, {0.3, 0.3, 0.3, 0.3}, {});
+  fabric_.Set(v1::SCOPE_PORT, kUplinks[0], "rate_bytes_per_second", 12'500'000'000);
+  Run(3, 9, {1.0, 0.3, 0.3, 0.3}, {0});
+  ASSERT_NE(Active("link_degraded"), nullptr);
   EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
 }
 
