@@ -17,6 +17,7 @@
 #include "common/counters.h"
 #include "common/stats.h"
 #include "common/strings.h"
+#include "tests/support/test_support.h"
 
 namespace rocefab::collector {
 namespace {
@@ -316,9 +317,11 @@ TEST_F(DetectorsTest, ANicWhoseStallPreventionTimedOutStaysTheStormWhileItDrops)
   for (const auto& ev : storm->evidence()) counters.insert(ev.counter());
   EXPECT_TRUE(counters.count("pause_storm_errors")) << storm->ShortDebugString();
   EXPECT_TRUE(counters.count("pause_storm_warnings")) << storm->ShortDebugString();
-  for (const auto& ev : storm->evidence())
-    if (ev.counter() == "pfc_tx_pause_us")
+  for (const auto& ev : storm->evidence()) {
+    if (ev.counter() == "pfc_tx_pause_us") {
       EXPECT_DOUBLE_EQ(ev.total(), 2'300'000) << "each pause counted once, however long its run";
+    }
+  }
   // No pause any more, only drops: still the storm's origin.
   for (int s = 8; s < 14; ++s) {
     fabric_.Add(v1::SCOPE_NIC, nic, "rx_discards_phy", 100'000);
@@ -402,8 +405,11 @@ TEST_F(DetectorsTest, TheFastPathNamesANicWhoseStallPreventionFiredBeforeTheNext
   Step(7);
   storm = Active("pfc_storm", nic);
   ASSERT_NE(storm, nullptr);
-  for (const auto& ev : storm->evidence())
-    if (ev.counter() == "pause_storm_errors") EXPECT_EQ(ev.total(), 1) << storm->ShortDebugString();
+  for (const auto& ev : storm->evidence()) {
+    if (ev.counter() == "pause_storm_errors") {
+      EXPECT_EQ(ev.total(), 1) << storm->ShortDebugString();
+    }
+  }
 }
 
 // A switch pauses its senders when it cannot drain, and its full readings
@@ -1044,26 +1050,15 @@ TEST_F(EcmpImbalanceTest, PfcOffAboveExplainsDropsGoingDownNotOnTheUplinks) {
 // another RTSW are the PFC setting's. (A generated run blamed PFC off at
 // the RTSW for a buffer threshold on the CTSW above, on such a link.)
 TEST_F(DetectorsTest, PfcOffBelowExplainsNoDropsOnTheQueuesBackToItsSwitch) {
-  UseTopology(R"yaml(
-switches:
-  - {name: z1-rtsw01, role: rtsw, zone: z1}
-  - {name: z1-rtsw02, role: rtsw, zone: z1}
-  - {name: z1-ctsw01, role: ctsw, zone: z1}
-hosts:
-  - {name: z1-r01-h1, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.1}]}
-  - {name: z1-r02-h1, zone: z1, rack: 2, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.2.1}]}
-links:
-  - {a: z1-r01-h1/mlx5_0, b: z1-rtsw01/Ethernet0, speed_gbps: 400}
-  - {a: z1-r02-h1/mlx5_0, b: z1-rtsw02/Ethernet0, speed_gbps: 400}
-  - {a: z1-rtsw01/Ethernet8, b: z1-ctsw01/Ethernet0, speed_gbps: 400}
-  - {a: z1-rtsw01/Ethernet12, b: z1-ctsw01/Ethernet4, speed_gbps: 400}
-  - {a: z1-rtsw02/Ethernet8, b: z1-ctsw01/Ethernet8, speed_gbps: 400}
-)yaml");
+  // Two racks under one CTSW, and a second link from the first RTSW to it.
+  const std::string topology =
+      StrCat(testing::kTwoRacksOneSpine, "  - {a: z1-rtsw01/Ethernet12, b: z1-ctsw01/Ethernet8, speed_gbps: 400}\n");
+  UseTopology(topology.c_str());
   const char* kPool = "z1-ctsw01/ingress_lossless_pool";
   fabric_.Set(v1::SCOPE_QUEUE, kPool, "buffer_used_bytes", 1'000'000);
   fabric_.Set(v1::SCOPE_QUEUE, kPool, "buffer_size_bytes", 32'000'000);
-  const char* kBack = "z1-ctsw01/Ethernet4";  // toward the RTSW with PFC off, over its other link
-  const char* kOn = "z1-ctsw01/Ethernet8";    // toward the other RTSW
+  const char* kBack = "z1-ctsw01/Ethernet8";  // toward the RTSW with PFC off, over its other link
+  const char* kOn = "z1-ctsw01/Ethernet4";    // toward the other RTSW
   for (const char* queue : {kBack, kOn}) {
     fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_drops", 0, std::nullopt, 3);
     fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_tx_packets", 0, std::nullopt, 3);
