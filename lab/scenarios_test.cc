@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "common/config_loader.h"
 #include "lab/fabric_model.h"
 #include "lab/runner.h"
 #include "rocefab/v1/control.pb.h"
+#include "tests/support/test_support.h"
 
 namespace rocefab::lab {
 namespace {
@@ -39,6 +41,23 @@ TEST(ShippedScenarios, LoadAndRun) {
     }
   }
   EXPECT_GE(count, 15);
+}
+
+// The NICs' stall prevention timeout takes what mlx5 accepts, 80 to 8000
+// ms, or 0 for off; anything else is refused with the file and the key.
+TEST(ScenarioFile, NicStallTimeoutOutsideWhatMlx5AcceptsIsRefused) {
+  testing::TempDir dir;
+  for (const auto& [value, ok] : std::vector<std::pair<std::string, bool>>{
+           {"0", true}, {"80", true}, {"100", true}, {"8000", true}, {"79", false}, {"8001", false}}) {
+    const std::string path = dir / ("s" + value + ".yaml");
+    std::ofstream(path) << "topology: {generate: {zones: 1}}\njobs: [{id: \"1\", num_hosts: 2}]\n"
+                        << "nic_stall_timeout_ms: " << value << "\n";
+    auto scenario = LoadScenario(path);
+    EXPECT_EQ(scenario.ok(), ok) << value << ": " << scenario.status();
+    if (!ok) {
+      EXPECT_NE(scenario.status().message().find("nic_stall_timeout_ms"), std::string::npos);
+    }
+  }
 }
 
 }  // namespace
