@@ -650,11 +650,13 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   std::unordered_map<std::string, std::vector<std::string>> oversubscribed_ports;
   std::unordered_set<std::string> collision_pending;             // congested links of a collision not yet lasting
   {
-    // A link that is down or flapping moves load, on its switches and on
-    // those that route around it (routes withdrawn); a slow one queues at
-    // its own ends (a queue that drains slowly is not a collision) but moves
-    // nothing, since hashing is not weighted by speed; one that corrupts
-    // frames stays in the ECMP group and carries what it carried.
+    // A link between switches that is down or flapping moves load, on its
+    // switches and on those that route around it (routes withdrawn); a
+    // host's link moves none (its rack's prefix stays where it was, and the
+    // host's flows stop rather than take another uplink); a slow one queues
+    // at its own ends (a queue that drains slowly is not a collision) but
+    // moves nothing, since hashing is not weighted by speed; one that
+    // corrupts frames stays in the ECMP group and carries what it carried.
     std::unordered_set<std::string> link_rerouted, link_faulted;
     std::unordered_set<std::string> link_moved;  // a switch with a link down or flapping: its routes moved
     std::unordered_set<std::string> slow_ends;   // both ends of a slow link
@@ -665,10 +667,12 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     for (const Hit& h : *hits)
       if (h.kind == "link_down" || h.kind == "link_flap" || h.kind == "link_degraded") {
         const std::string peer = PeerPort(topo, h.entity);
+        const bool host_link =
+            TierOf(topo, EntityDevice(h.entity)) == 0 || (!peer.empty() && TierOf(topo, EntityDevice(peer)) == 0);
         for (const std::string& device : {EntityDevice(h.entity), peer.empty() ? std::string() : EntityDevice(peer)}) {
           if (device.empty()) continue;
           link_faulted.insert(device);
-          if (h.kind != "link_degraded") link_rerouted.insert(device), link_moved.insert(device);
+          if (h.kind != "link_degraded" && !host_link) link_rerouted.insert(device), link_moved.insert(device);
         }
         if (h.kind == "link_degraded") {
           slow_ends.insert(h.entity);

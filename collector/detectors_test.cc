@@ -1208,6 +1208,25 @@ TEST_F(EcmpImbalanceTest, ASlowUplinkIsNoCollision) {
   EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
 }
 
+// A host's link that goes down moves no load among its switch's uplinks:
+// the rack's prefix stays on the RTSW and the host's flows stop. A
+// collision on the uplinks meanwhile is still a collision, not a hot spot
+// (a generated run called one a hot spot beside a flapping NIC link).
+TEST_F(EcmpImbalanceTest, ANicLinkDownLeavesTheUplinksToBeJudged) {
+  NicUnderTheSwitch();
+  Run(0, 3, {0.3, 0.3, 0.3, 0.3}, {});
+  fabric_.Set(v1::SCOPE_NIC, "z1-r01-h1/mlx5_0", "link_up", 0);
+  fabric_.Set(v1::SCOPE_PORT, "z1-rtsw01/Ethernet0", "link_up", 0);
+  Run(3, 5, {0.3, 0.3, 0.3, 0.3}, {});
+  ASSERT_NE(Active("link_down"), nullptr);
+  fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 2'000'000, std::nullopt, 3);
+  Run(5, 9, {1.0, 0.1, 0.1, 0.1}, {0});
+  const v1::Anomaly* a = Active("ecmp_imbalance");
+  ASSERT_NE(a, nullptr) << "a host's link moves no load onto the uplinks";
+  EXPECT_EQ(a->entity(), "z1-rtsw01");
+  EXPECT_EQ(Active("ecn_hotspot"), nullptr) << "the collided uplink is the collision's, not a hot spot";
+}
+
 TEST_F(EcmpImbalanceTest, LoadMovedOffADownUplinkIsNotACollision) {
   Run(0, 3, {0.55, 0.55, 0.55, 0.55}, {});
   fabric_.Set(v1::SCOPE_PORT, kUplinks[3], "link_up", 0);
