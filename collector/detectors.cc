@@ -1749,7 +1749,6 @@ const Footprint& Detectors::JobPaths(const Topology* topo, const v1::Job& job) {
 // of collectives) have had their chance first. Without such a change there is no finding:
 // clean counters and nothing changed is not a diagnosis.
 void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits) {
-  constexpr int64_t kChangeLeadUs = 30 * 60 * 1'000'000LL, kChangeLagUs = 10'000'000;
   constexpr int64_t kLatencySettleUs = 20'000'000, kPreexistingUs = 60'000'000;
   constexpr int64_t kCongestionKeepUs = 180'000'000, kLaterFindingUs = 5'000'000;
   const Topology* topo = context.topology.get();

@@ -433,7 +433,7 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
   // window's end.
   const int64_t changes_from_us =
       (out.degraded_size() > 0 ? std::min(out.degraded(0).start_us(), in.window_start_us) : in.window_start_us) -
-      1800LL * 1'000'000;
+      kChangeLeadUs;
   for (const v1::ComponentChange& c : in.component_changes)
     if (c.at_us() >= changes_from_us && c.at_us() <= in.window_end_us) *out.add_changes() = c;
 

@@ -218,6 +218,49 @@ TEST(DiagnoseVerdictTest, ATwentyPercentDropTheDetectorsHaveNotCalledIsDegradedN
   EXPECT_NE(d.verdict().find("no fabric cause on its paths"), std::string::npos) << d.verdict();
 }
 
+// A slowdown with no finding on its paths, and a switch on them that
+// changed its image a second before: the verdict names the change as the
+// lead before the generic advice (the latency regression detector waits
+// 20 s, and a fault that begins meanwhile keeps it from judging). A change
+// long before, or only after, is no lead.
+TEST(DiagnoseVerdictTest, ASlowdownWithNoFindingNamesAVersionChangeNearItsOnset) {
+  Window w = ShortWindow();
+  w.in.timeline = Buckets(w.in.window_start_us, w.t, 87.9);
+  const int64_t onset = Diagnose(w.in).degraded(0).start_us();
+  auto change = [&](int64_t at_us) {
+    v1::ComponentChange c;
+    c.set_device("z1-ctsw01");
+    c.set_component("image");
+    c.set_from("4.2.0");
+    c.set_to("4.3.0");
+    c.set_at_us(at_us);
+    return c;
+  };
+  w.in.component_changes = {change(onset - 1'000'000)};
+  v1::DiagnoseJobResponse d = Diagnose(w.in);
+  EXPECT_EQ(d.state(), "degraded") << d.verdict();
+  EXPECT_NE(d.verdict().find("z1-ctsw01 changed image from 4.2.0 to 4.3.0"), std::string::npos) << d.verdict();
+  EXPECT_NE(d.verdict().find("1 s before the slowdown"), std::string::npos) << d.verdict();
+  EXPECT_EQ(d.verdict().find("no fabric cause"), std::string::npos) << d.verdict();
+  w.in.component_changes = {change(onset + 400'000)};
+  EXPECT_NE(Diagnose(w.in).verdict().find("at the slowdown's onset"), std::string::npos) << Diagnose(w.in).verdict();
+  w.in.component_changes = {change(onset + 3'000'000)};
+  EXPECT_NE(Diagnose(w.in).verdict().find("3 s after its onset"), std::string::npos) << Diagnose(w.in).verdict();
+  // The closest to the onset is the lead.
+  w.in.component_changes = {change(onset - int64_t{20} * 60'000'000), change(onset - 1'000'000)};
+  EXPECT_NE(Diagnose(w.in).verdict().find("1 s before the slowdown"), std::string::npos);
+  for (const int64_t at : {onset - int64_t{31} * 60'000'000, onset + 11'000'000}) {
+    w.in.component_changes = {change(at)};
+    d = Diagnose(w.in);
+    EXPECT_NE(d.verdict().find("no fabric cause on its paths"), std::string::npos) << d.verdict();
+  }
+  // A finding on its paths is the cause whatever changed.
+  w.in.component_changes = {change(onset - 1'000'000)};
+  w.in.anomalies = {Make(1, "link_errors", "z1-rtsw01/Ethernet8", onset - 2'000'000, v1::SEVERITY_WARNING)};
+  d = Diagnose(w.in);
+  EXPECT_EQ(d.verdict().find("suspect that change"), std::string::npos) << d.verdict();
+}
+
 // The controlled lab's case: a job younger than the window loses 20% a
 // quarter of the way in, and no detector has called it. Its own first
 // buckets, before the drop, are the baseline.

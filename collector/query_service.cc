@@ -6,6 +6,7 @@
 #include <string>
 
 #include "collector/diagnosis.h"
+#include "common/findings.h"
 #include "common/strings.h"
 
 namespace rocefab::collector {
@@ -229,7 +230,7 @@ grpc::Status QueryService::DiagnoseJob(grpc::ServerContext* context, const v1::D
   // Versions the job's hosts and switches reported changing, over the
   // history and the window (Diagnose keeps those around the slowdown).
   if (components_ != nullptr)
-    for (v1::ComponentChange& c : components_->Changes(history_start_us - 1800LL * 1'000'000, in.window_end_us))
+    for (v1::ComponentChange& c : components_->Changes(history_start_us - kChangeLeadUs, in.window_end_us))
       if (in.footprint.hosts.count(c.device()) || in.footprint.devices.count(c.device()))
         in.component_changes.push_back(std::move(c));
   // About 60 buckets over the window, at least 1 s each.

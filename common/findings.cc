@@ -166,6 +166,35 @@ std::string FormatEvidence(const v1::Evidence& ev) {
   return line;
 }
 
+namespace {
+// With no finding to blame a slowdown that began at `onset_us`: the version
+// change on its paths closest to the onset, inside the latency regression
+// detector's window, is the lead, named before the generic advice. The
+// detector itself names it only once the slowdown has lasted 20 s with
+// nothing else found, and a fault that begins meanwhile keeps it from
+// judging; "no fabric cause: check GPUs" beside a switch that changed its
+// image a second before the drop would send the operator the wrong way.
+std::string NoCause(const v1::DiagnoseJobResponse& d, int64_t onset_us) {
+  const std::string generic = "no fabric cause on its paths: check GPUs, hosts and software";
+  const v1::ComponentChange* lead = nullptr;
+  for (const auto& c : d.changes())
+    if (onset_us > 0 && c.at_us() >= onset_us - kChangeLeadUs && c.at_us() <= onset_us + kChangeLagUs &&
+        (lead == nullptr || std::llabs(c.at_us() - onset_us) < std::llabs(lead->at_us() - onset_us)))
+      lead = &c;
+  if (lead == nullptr) return generic;
+  // Whole seconds, as the times are printed: within one, at the onset.
+  const int64_t before_s = (onset_us - lead->at_us()) / 1'000'000;
+  const std::string when = before_s >= 120  ? StrCat(before_s / 60, " min before the slowdown")
+                           : before_s > 0   ? StrCat(before_s, " s before the slowdown")
+                           : before_s == 0  ? std::string("at the slowdown's onset")
+                                            : StrCat(-before_s, " s after its onset");
+  return StrCat("no fault found on its paths, but ", lead->device(), " changed ", lead->component(), " from ",
+                lead->from().empty() ? "(none)" : lead->from(), " to ", lead->to().empty() ? "(none)" : lead->to(),
+                " at ", FormatUtcTimeOfDay(lead->at_us()), ", ", when,
+                ": suspect that change first (a latency regression), then GPUs, hosts and software");
+}
+}  // namespace
+
 std::string ComposeVerdict(const v1::DiagnoseJobResponse& d) {
   const v1::Finding* top = TopFinding(d);
   const std::string busbw = Busbw(d);
@@ -195,7 +224,8 @@ std::string ComposeVerdict(const v1::DiagnoseJobResponse& d) {
     std::string what = busbw.empty() ? "" : StrCat(": ", busbw);
     if (latest != nullptr && latest->kind() == "job_stalled")
       what = StrCat(": no collective completed", busbw.empty() ? "" : StrCat(" (while it ran, ", busbw, ")"));
-    return StrCat("DEGRADED", when, what, "; ", top ? StrCat("most likely cause: ", cause) : no_cause);
+    return StrCat("DEGRADED", when, what, "; ",
+                  top ? StrCat("most likely cause: ", cause) : NoCause(d, latest ? latest->start_us() : 0));
   }
   if (d.state() == "unknown") {
     std::string text = "UNKNOWN: no NCCL data ";

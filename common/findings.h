@@ -2,6 +2,7 @@
 // How a diagnosis ranks its findings and pools shards' anomalies, shared by the collector (one shard's
 // diagnosis) and the CLI (merging shards), so both rank the same way.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,12 @@ const char* SeverityName(v1::Severity severity, const char* unset = "unknown");
 void RankFindings(std::vector<v1::Finding>& findings, int64_t news_from_us = 0);
 // The first cause among ranked findings, else the first finding, else null.
 const v1::Finding* TopFinding(const v1::DiagnoseJobResponse& diagnosis);
+
+// How far from a slowdown's onset a version change on the job's paths
+// counts as what changed: from 30 minutes before (an image or firmware
+// rollout reaches a switch well before the jobs on it notice) to 10 s
+// after (an agent reports a new version at its next poll).
+inline constexpr int64_t kChangeLeadUs = 30LL * 60 * 1'000'000, kChangeLagUs = 10'000'000;
 
 // The one-line verdict of a diagnosis, from its structured fields (state,
 // busbw figures, degraded intervals, ranked findings), so one shard's answer
