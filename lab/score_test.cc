@@ -118,9 +118,9 @@ TEST(ScoreTest, AConditionAlreadyNamedWhenItsFaultBeganIsFoundWithoutALatency) {
 }
 
 // The lab itself fell behind the wall clock for 3 s (truth's "lab_late"):
-// a job whose last collective came just before that stalled on the lab, not
-// on the fabric. One whose last came well before it is still a finding
-// nothing explains.
+// a job whose last collective came just before that, or in the poll after
+// it ended, stalled on the lab, not on the fabric. One whose last came well
+// before it, or well after, is still a finding nothing explains.
 TEST(ScoreTest, AJobStalledWhileTheLabRanLateIsTheLabsDoing) {
   testing::TempDir run;
   testing::WriteFile(run / "topology.yaml", kTwoRacks);
@@ -138,12 +138,16 @@ TEST(ScoreTest, AJobStalledWhileTheLabRanLateIsTheLabsDoing) {
     on_the_lab.set_job("4711");
     v1::Anomaly before = Anomaly(2, "job_stalled", "4712", 30, 35, v1::SEVERITY_CRITICAL);
     before.set_job("4712");
-    const std::vector<v1::Anomaly> anomalies = {on_the_lab, before};
+    v1::Anomaly just_after = Anomaly(3, "job_stalled", "4713", 43.5, 49, v1::SEVERITY_CRITICAL);
+    just_after.set_job("4713");
+    v1::Anomaly after = Anomaly(4, "job_stalled", "4714", 44.5, 50, v1::SEVERITY_CRITICAL);
+    after.set_job("4714");
+    const std::vector<v1::Anomaly> anomalies = {on_the_lab, before, just_after, after};
     ASSERT_TRUE((*store)->anomalies().Write(anomalies).ok());
   }
   auto score = ScoreRun(run.path());
   ASSERT_TRUE(score.ok()) << score.status();
-  EXPECT_EQ(score->false_positives, (std::vector<std::string>{"job_stalled 4712"}));
+  EXPECT_EQ(score->false_positives, (std::vector<std::string>{"job_stalled 4712", "job_stalled 4714"}));
   EXPECT_DOUBLE_EQ(score->lab_late_s, 3.0);
 }
 
