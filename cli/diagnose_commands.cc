@@ -54,10 +54,7 @@ void PrintDiagnosis(const v1::DiagnoseJobResponse& d, int64_t now_us, int limit,
   // reported, and the operators' drains and rollouts (operator_change).
   std::vector<std::tuple<int64_t, std::string, std::string, std::string>> changed;  // at, where, what, source
   for (const auto& c : d.changes())
-    changed.emplace_back(c.at_us(), c.device(),
-                         StrCat(c.component(), " ", c.from().empty() ? "(none)" : c.from(), " -> ",
-                                c.to().empty() ? "(none)" : c.to()),
-                         "agent");
+    changed.emplace_back(c.at_us(), c.device(), ChangeArrow(c), "agent");
   for (const auto& f : d.findings())
     if (f.kind() == "operator_change") changed.emplace_back(f.start_us(), f.entity(), f.summary(), "controller");
   std::sort(changed.begin(), changed.end());

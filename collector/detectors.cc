@@ -1829,8 +1829,7 @@ void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std:
       ev.set_entity(c.device());
       ev.set_counter("component_change");
       ev.set_peak_rate(static_cast<double>(onset_us - c.at_us()) / 1e6);
-      ev.set_note(StrCat(c.component(), " ", c.from().empty() ? "(none)" : c.from(), " -> ",
-                         c.to().empty() ? "(none)" : c.to(), " at ", FormatUtcTimeOfDay(c.at_us())));
+      ev.set_note(StrCat(ChangeArrow(c), " at ", FormatUtcTimeOfDay(c.at_us())));
       h.evidence.push_back(std::move(ev));
     }
     v1::Evidence quiet;
@@ -1842,10 +1841,7 @@ void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std:
         "ECN marks per second on the congested queues of its paths, the minute before the onset and the 10 s after");
     h.evidence.push_back(std::move(quiet));
     h.summary = StrCat("job ", id, "'s busbw fell ", Pct(slowdown.drop), " with no congestion, loss or error on its paths; ",
-                       culprit->device(), " changed ", culprit->component(), " from ",
-                       culprit->from().empty() ? "(none)" : culprit->from(), " to ",
-                       culprit->to().empty() ? "(none)" : culprit->to(), " at ", FormatUtcTimeOfDay(culprit->at_us()),
-                       ": a latency regression of the new version");
+                       ChangeSentence(*culprit), ": a latency regression of the new version");
     hits->push_back(std::move(h));
   }
 }

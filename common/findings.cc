@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/clock.h"
 #include "common/counters.h"
@@ -167,6 +168,22 @@ std::string FormatEvidence(const v1::Evidence& ev) {
 }
 
 namespace {
+const std::string& VersionOrNone(const std::string& version) {
+  static const std::string none = "(none)";
+  return version.empty() ? none : version;
+}
+}  // namespace
+
+std::string ChangeArrow(const v1::ComponentChange& c) {
+  return StrCat(c.component(), " ", VersionOrNone(c.from()), " -> ", VersionOrNone(c.to()));
+}
+
+std::string ChangeSentence(const v1::ComponentChange& c) {
+  return StrCat(c.device(), " changed ", c.component(), " from ", VersionOrNone(c.from()), " to ",
+                VersionOrNone(c.to()), " at ", FormatUtcTimeOfDay(c.at_us()));
+}
+
+namespace {
 // With no finding to blame a slowdown that began at `onset_us`: the version
 // change on its paths closest to the onset, inside the latency regression
 // detector's window, is the lead, named before the generic advice. The
@@ -176,9 +193,10 @@ namespace {
 // image a second before the drop would send the operator the wrong way.
 std::string NoCause(const v1::DiagnoseJobResponse& d, int64_t onset_us) {
   const std::string generic = "no fabric cause on its paths: check GPUs, hosts and software";
+  if (onset_us <= 0) return generic;
   const v1::ComponentChange* lead = nullptr;
   for (const auto& c : d.changes())
-    if (onset_us > 0 && c.at_us() >= onset_us - kChangeLeadUs && c.at_us() <= onset_us + kChangeLagUs &&
+    if (c.at_us() >= onset_us - kChangeLeadUs && c.at_us() <= onset_us + kChangeLagUs &&
         (lead == nullptr || std::llabs(c.at_us() - onset_us) < std::llabs(lead->at_us() - onset_us)))
       lead = &c;
   if (lead == nullptr) return generic;
@@ -188,9 +206,7 @@ std::string NoCause(const v1::DiagnoseJobResponse& d, int64_t onset_us) {
                            : before_s > 0   ? StrCat(before_s, " s before the slowdown")
                            : before_s == 0  ? std::string("at the slowdown's onset")
                                             : StrCat(-before_s, " s after its onset");
-  return StrCat("no fault found on its paths, but ", lead->device(), " changed ", lead->component(), " from ",
-                lead->from().empty() ? "(none)" : lead->from(), " to ", lead->to().empty() ? "(none)" : lead->to(),
-                " at ", FormatUtcTimeOfDay(lead->at_us()), ", ", when,
+  return StrCat("no fault found on its paths, but ", ChangeSentence(*lead), ", ", when,
                 ": suspect that change first (a latency regression), then GPUs, hosts and software");
 }
 }  // namespace

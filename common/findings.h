@@ -34,6 +34,13 @@ const v1::Finding* TopFinding(const v1::DiagnoseJobResponse& diagnosis);
 // after (an agent reports a new version at its next poll).
 inline constexpr int64_t kChangeLeadUs = 30LL * 60 * 1'000'000, kChangeLagUs = 10'000'000;
 
+// A version change in words, "(none)" standing for an empty version:
+// "os lab-1.0 -> lab-2.7" (ChangeArrow, for tables and evidence notes) and
+// "z1-ctsw01 changed os from lab-1.0 to lab-2.7 at 11:10:26Z"
+// (ChangeSentence, for summaries and verdicts).
+std::string ChangeArrow(const v1::ComponentChange& change);
+std::string ChangeSentence(const v1::ComponentChange& change);
+
 // The one-line verdict of a diagnosis, from its structured fields (state,
 // busbw figures, degraded intervals, ranked findings), so one shard's answer
 // and a merged one read alike. docs/diagnosis.md describes each state.
