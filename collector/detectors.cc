@@ -1785,6 +1785,9 @@ void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std:
     // Anything found on its paths since shortly before the onset explains
     // it; what began well after the onset (more than a few readings: a
     // finding's start is its first reading's interval) came too late to.
+    // Nor does what was there before the job's first collective: the job's
+    // baseline, from which its busbw fell, was measured with it.
+    const int64_t first_us = jobs_[id].first_us;
     bool explained = false;
     for (const Hit& h : *hits) {
       if (h.kind == "busbw_regression" || h.kind == "latency_regression" || h.kind == "ecmp_imbalance") continue;
@@ -1792,6 +1795,7 @@ void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std:
       if (!on_paths) continue;
       const auto tracked = active_.find(h.Key());
       const int64_t began = tracked != active_.end() ? tracked->second.anomaly.start_us() : h.start_us;
+      if (first_us > 0 && began < first_us) continue;
       if (began >= onset_us - kPreexistingUs && began <= onset_us + kLaterFindingUs) explained = true;
     }
     if (explained) continue;

@@ -2103,6 +2103,37 @@ TEST_F(LatencyTest, AFaultThatBeganWellAfterTheOnsetDoesNotHideIt) {
   EXPECT_EQ(a->entity(), "z1-ctsw01");
 }
 
+// A rack uplink corrupting frames since before the job's first collective
+// was there while its baseline was measured: the drop from that baseline
+// is not its doing, and the upgrade 30 s into the job still is named. (A
+// generated run's steady oversubscription, found before its jobs began,
+// hid an ATSW's latency regression.)
+TEST_F(LatencyTest, AFaultThereBeforeTheJobBeganDoesNotHideIt) {
+  context_.running_jobs = {Job("4711", {"z1-r01-h1", "z1-r02-h1"}, kT0)};
+  detectors_.Observe(Versions("z1-ctsw01", kT0 - 10 * kSecond, "lab-1.0"));
+  const auto errors = ErrorsFrom(-5);
+  for (int s = -5; s < 0; ++s) {
+    errors(s);
+    Second(s, {}, 144, {"z1-rtsw01/Ethernet8"});
+  }
+  for (int s = 0; s < 30; ++s) {
+    errors(s);
+    Second(s, {"4711"}, 144, {"z1-rtsw01/Ethernet8"});
+  }
+  detectors_.Observe(Versions("z1-ctsw01", kT0 + 30 * kSecond, "lab-2.3"));
+  for (int s = 30; s < 60; ++s) {
+    errors(s);
+    Second(s, {"4711"}, 108, {"z1-rtsw01/Ethernet8"});
+  }
+  const v1::Anomaly* link = Active("link_errors");
+  ASSERT_NE(link, nullptr);
+  ASSERT_LT(link->start_us(), kT0) << "found before the job's first collective";
+  ASSERT_NE(Active("busbw_regression", "4711"), nullptr);
+  const v1::Anomaly* a = Latency();
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->entity(), "z1-ctsw01");
+}
+
 TEST(DetectorSettingsTest, DefaultsAndEveryProblemReported) {
   auto defaults = ResolveDetectorSettings(v1::DetectorConfig());
   ASSERT_TRUE(defaults.ok());
