@@ -133,6 +133,7 @@ absl::Status FabricModel::Init(std::shared_ptr<const Topology> topology,
     active.spec = fault;
     active.start_s = fault.at_s();
     active.end_s = fault.duration_s() > 0 ? fault.at_s() + fault.duration_s() : 1e18;
+    active.acts_on_traffic = ActsOnTraffic(fault.kind());
     faults_.push_back(active);
   }
   if (auto status = PlaceJobs(scenario); !status.ok()) return status;
@@ -843,6 +844,7 @@ void FabricModel::ComputeRates() {
   }
   std::vector<double> request(channels_.size(), 0), next(channels_.size(), 0), share(channels_.size(), 1),
       paused(channels_.size(), 0), drop(channels_.size(), 0);
+  std::vector<char> limit_dropped(channels_.size(), 0);
   for (size_t i = 0; i < channels_.size(); ++i) {
     request[i] = StormRequest(channels_[i]);
     paused[i] = request[i] * obey[i];
@@ -914,6 +916,7 @@ void FabricModel::ComputeRates() {
           const double lost = ecn_holding ? std::min(1.0, (needed - ch.queue_limit) / std::max(1.0, needed - q.kmin_bytes))
                                           : 1.0;
           drop[i] = std::max(drop[i], (1 - 1 / u_limit) * lost);
+          limit_dropped[i] = 1;
           f = 0;
         }
       }
@@ -942,6 +945,7 @@ void FabricModel::ComputeRates() {
   for (size_t i = 0; i < channels_.size(); ++i) {
     channels_[i].request = request[i];
     channels_[i].congestion_drop = std::max(drop[i], watchdog_drop[i]);
+    channels_[i].limit_dropped = limit_dropped[i] != 0;
     // A NIC past its stall prevention timeout no longer pauses: what it
     // cannot take, it drops.
     channels_[i].rx_stall_drop =
@@ -1276,11 +1280,42 @@ std::string FabricModel::SwitchOsVersion(int sw) const {
 }
 
 void FabricModel::MarkObservable() {
-  for (ActiveFault& fault : faults_)
-    if (fault.active && !fault.observable && CanShow(fault)) {
+  for (ActiveFault& fault : faults_) {
+    if (!fault.active) continue;
+    if (!fault.observable && CanShow(fault)) {
       fault.observable = true;
       fault.observable_from_s = now_s_;
     }
+    if (fault.acts_on_traffic) NoteTouchedJobs(fault);
+  }
+}
+
+bool FabricModel::ActsOnTraffic(v1::FaultKind kind) {
+  return kind == v1::FAULT_KIND_ECN_MISCONFIG || kind == v1::FAULT_KIND_ECMP_SKEW ||
+         kind == v1::FAULT_KIND_BUFFER_THRESHOLD || kind == v1::FAULT_KIND_LATENCY_REGRESSION;
+}
+
+FabricModel::TrafficTarget FabricModel::TrafficTargetOf(const ActiveFault& fault) const {
+  TrafficTarget target;
+  if (const auto sw = switch_index_.find(fault.spec.target()); sw != switch_index_.end()) target.sw = sw->second;
+  else target.port = PortIndex(fault.spec.target());
+  target.ecn = fault.spec.kind() == v1::FAULT_KIND_ECN_MISCONFIG;
+  target.limit = fault.spec.kind() == v1::FAULT_KIND_BUFFER_THRESHOLD;
+  return target;
+}
+
+void FabricModel::NoteTouchedJobs(ActiveFault& fault) const {
+  const TrafficTarget target = TrafficTargetOf(fault);
+  std::vector<bool> seen(jobs_.size(), false);
+  for (const Flow& f : flows_) {
+    if (f.rate <= 0 || seen[static_cast<size_t>(f.job)]) continue;
+    for (int ch : f.path)
+      if (target.ActsOn(ports_, channels_[ch])) {
+        seen[static_cast<size_t>(f.job)] = true;
+        fault.touched_jobs.insert(jobs_[f.job].spec.id());
+        break;
+      }
+  }
 }
 
 bool FabricModel::CanShow(const ActiveFault& fault) const {
@@ -1309,14 +1344,8 @@ bool FabricModel::CanShow(const ActiveFault& fault) const {
     case v1::FAULT_KIND_ECMP_SKEW:
     case v1::FAULT_KIND_BUFFER_THRESHOLD:
     case v1::FAULT_KIND_LATENCY_REGRESSION: {
-      const auto sw = switch_index_.find(fault.spec.target());
-      const bool whole_switch = sw != switch_index_.end();
-      const int port = whole_switch ? -1 : PortIndex(fault.spec.target());
-      const bool ecn = fault.spec.kind() == v1::FAULT_KIND_ECN_MISCONFIG;
-      return crossed([&](const Channel& ch) {
-        const bool egress = whole_switch ? ports_[ch.from].sw == sw->second : ch.from == port;
-        return egress && (!ecn || ch.ecn_missed);
-      });
+      const TrafficTarget target = TrafficTargetOf(fault);
+      return crossed([&](const Channel& ch) { return target.ActsOn(ports_, ch); });
     }
     // A straggler needs its job to run collectives, and to slow it by a
     // share the detectors are held to: another fault that made every

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -142,6 +143,13 @@ struct ActiveFault {
   // another fault keeps stalled runs no collective to be late in.
   bool observable = false;
   double observable_from_s = -1;  // when it first could
+  // A fault that acts only on the traffic crossing its target's egress
+  // (ECN off, an ECMP hash skew, a queue's drop threshold, a switch's added
+  // latency): the jobs with a sending flow it acted on, at any time while
+  // active. Of the jobs whose paths could cross the target, only these
+  // were touched by it (FabricModel::TrafficTarget).
+  bool acts_on_traffic = false;
+  std::set<std::string> touched_jobs;
 };
 
 class FabricModel final {
@@ -236,6 +244,10 @@ class FabricModel final {
     double request = 0;         // pause its receiver asks for, this tick
     double congestion_drop = 0;  // share its sender's queue drops, this tick
     double queue_limit = 0;      // bytes its sender's queue tail-drops at; 0 = the buffer's
+    // This tick the queue needed more than queue_limit to hold its excess
+    // (ECN's band, or XOFF) and tail-dropped at the limit instead: the one
+    // state in which a lowered threshold changes what the queue does.
+    bool limit_dropped = false;
     // The sender's PFC watchdog on this queue.
     double wd_paused_s = 0, wd_calm_s = 0;
     bool wd_stormed = false;
@@ -298,6 +310,22 @@ class FabricModel final {
   // can show.
   void MarkObservable();
   bool CanShow(const ActiveFault& fault) const;
+  // Where a fault that acts only on traffic acts: the egress of every port
+  // of switch `sw`, or of port `port` alone; with `ecn`, only a queue that
+  // marking would have held (Channel::ecn_missed); with `limit`, only one
+  // that tail-dropped at its lowered threshold (Channel::limit_dropped).
+  struct TrafficTarget {
+    int sw = -1, port = -1;
+    bool ecn = false, limit = false;
+    bool ActsOn(const std::vector<PortState>& ports, const Channel& ch) const {
+      const bool egress = sw >= 0 ? ports[ch.from].sw == sw : ch.from == port;
+      return egress && (!ecn || ch.ecn_missed) && (!limit || ch.limit_dropped);
+    }
+  };
+  static bool ActsOnTraffic(v1::FaultKind kind);
+  TrafficTarget TrafficTargetOf(const ActiveFault& fault) const;
+  // Adds to a fault's touched_jobs the jobs whose sending flows it acts on.
+  void NoteTouchedJobs(ActiveFault& fault) const;
   void Accumulate(double dt, std::vector<CollectiveRecord>* records);
   int PickChannel(int sw, const std::vector<int>& candidates, int src, int dst,
                   uint16_t sport, uint32_t qp) const;

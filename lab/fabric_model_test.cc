@@ -555,6 +555,65 @@ faults: [{kind: latency_regression, target: z1-ctsw01, added_latency_us: -1}])"}
   }
 }
 
+// A fault that acts only on the traffic through its target touches the
+// jobs whose sending flows cross it, while it is active: a rack-local job
+// never leaves its RTSW, so a CTSW's added latency does not touch it. A
+// fault on a link is not judged that way, and one not yet begun has
+// touched nothing.
+TEST(FabricModel, AFaultOnTrafficTouchesOnlyTheJobsWhoseFlowsCrossIt) {
+  auto model = Model(R"(
+jobs: [{id: "1", hosts: [z1-r01-h1, z1-r01-h2]}, {id: "2", hosts: [z1-r03-h1, z1-r04-h1]}]
+faults:
+  - {kind: latency_regression, target: z1-ctsw01, at_s: 0}
+  - {kind: lossy_link, target: z1-r03-h1/mlx5_0, at_s: 0, drop_rate: 0.01}
+  - {kind: ecmp_skew, target: z1-rtsw01, at_s: 0}
+  - {kind: latency_regression, target: z1-ctsw02, at_s: 100}
+)");
+  for (int i = 0; i < 4; ++i) model->Step(0.5, nullptr);
+  const auto& faults = model->faults();
+  ASSERT_EQ(faults.size(), 4u);
+  EXPECT_TRUE(faults[0].acts_on_traffic);
+  EXPECT_EQ(faults[0].touched_jobs, std::set<std::string>{"2"});
+  EXPECT_FALSE(faults[1].acts_on_traffic);
+  EXPECT_TRUE(faults[1].touched_jobs.empty());
+  EXPECT_EQ(faults[2].touched_jobs, std::set<std::string>{"1"}) << "only the rack-local job crosses z1-rtsw01";
+  EXPECT_TRUE(faults[3].acts_on_traffic);
+  EXPECT_TRUE(faults[3].touched_jobs.empty()) << "not begun";
+}
+
+// A lowered drop threshold acts only on a queue that needed more than it.
+// Two jobs cross the one CTSW, each between its own two racks; the CTSW's
+// link to the first job's second rack runs at a quarter of its speed, so
+// the CTSW's queue onto it fills, and at 500 KB it tail-drops. The first job is touched; the
+// second crosses the CTSW (its added latency touches both) by queues that
+// never fill, and is not. A threshold above what any queue needs drops
+// nothing, touches no job, and could not show at all.
+TEST(FabricModel, ADropThresholdTouchesOnlyTheJobsOfTheQueuesItDropped) {
+  auto model = Model(R"(
+jobs: [{id: "1", hosts: [z1-r01-h1, z1-r02-h1]}, {id: "2", hosts: [z1-r03-h1, z1-r04-h1]}]
+faults:
+  - {kind: degraded_link, target: z1-ctsw01/Ethernet4, at_s: 0, speed_gbps: 100}
+  - {kind: buffer_threshold, target: z1-ctsw01, at_s: 0, queue_limit_bytes: 500000}
+  - {kind: latency_regression, target: z1-ctsw01, at_s: 0}
+)", Fabric(4, 1, 1, 1));
+  for (int i = 0; i < 6; ++i) model->Step(0.5, nullptr);
+  ASSERT_EQ(model->faults().size(), 3u);
+  EXPECT_TRUE(model->faults()[1].observable);
+  EXPECT_EQ(model->faults()[1].touched_jobs, std::set<std::string>{"1"});
+  EXPECT_EQ(model->faults()[2].touched_jobs, (std::set<std::string>{"1", "2"}));
+
+  auto roomy = Model(R"(
+jobs: [{id: "1", hosts: [z1-r01-h1, z1-r02-h1]}, {id: "2", hosts: [z1-r03-h1, z1-r04-h1]}]
+faults:
+  - {kind: degraded_link, target: z1-ctsw01/Ethernet4, at_s: 0, speed_gbps: 100}
+  - {kind: buffer_threshold, target: z1-ctsw01, at_s: 0, queue_limit_bytes: 100000000}
+)", Fabric(4, 1, 1, 1));
+  for (int i = 0; i < 6; ++i) roomy->Step(0.5, nullptr);
+  ASSERT_EQ(roomy->faults().size(), 2u);
+  EXPECT_FALSE(roomy->faults()[1].observable) << "no queue needs 100 MB";
+  EXPECT_TRUE(roomy->faults()[1].touched_jobs.empty());
+}
+
 }  // namespace
 }  // namespace rocefab::lab
 

@@ -356,6 +356,7 @@ nlohmann::json TruthJson(const v1::Scenario& scenario, const FabricModel& model,
                                     : nlohmann::json(nullptr)},
                       {"victim", f.spec.victim()},
                       {"observed_until_s", end}});
+    if (f.acts_on_traffic) faults.back()["touched_jobs"] = f.touched_jobs;
   }
   nlohmann::json jobs = nlohmann::json::array();
   for (size_t j = 0; j < model.jobs().size(); ++j) {

@@ -136,11 +136,19 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     int64_t start, end;
     std::string target;
     std::string victim;  // job_contention: the job it slows
+    // A fault that acts only on the traffic through its target: the jobs
+    // the lab saw it act on (truth's touched_jobs). A job whose paths could
+    // cross the target but whose flows never met it was not touched, and
+    // its diagnosis is right not to name it.
+    bool by_traffic = false;
+    std::set<std::string> touched;
   };
   // Whether a fault is on a job's paths: a fabric element the job crosses,
   // or the neighbour of a contention that names the job its victim.
   auto on_paths = [](const Window& w, const std::string& job, const collector::Footprint& fp) {
-    return w.victim.empty() ? JobCrosses(fp, w.target) : w.victim == job;
+    if (!w.victim.empty()) return w.victim == job;
+    if (w.by_traffic) return w.touched.count(job) > 0;
+    return JobCrosses(fp, w.target);
   };
   std::vector<Window> windows;
   const int64_t grace = static_cast<int64_t>(options.clear_grace_s * 1e6);
@@ -158,8 +166,14 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
       start = std::max(start, f["observable_from_unix_us"].get<int64_t>());
     const int64_t end = f["end_unix_us"].is_null() ? run_start + static_cast<int64_t>(run_end_s * 1e6)
                                                    : f["end_unix_us"].get<int64_t>();
-    windows.push_back({start, end + grace, f.value("target", ""),
-                       f.value("kind", "") == "job_contention" ? f.value("victim", "") : ""});
+    Window w{start, end + grace, f.value("target", ""),
+             f.value("kind", "") == "job_contention" ? f.value("victim", "") : ""};
+    if (f.contains("touched_jobs") && f["touched_jobs"].is_array()) {
+      w.by_traffic = true;
+      for (const auto& id : f["touched_jobs"])
+        if (id.is_string()) w.touched.insert(id.get<std::string>());
+    }
+    windows.push_back(std::move(w));
   }
   size_t fault_index = 0;
   for (const auto& f : truth["faults"]) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "collector/store.h"
@@ -178,6 +181,82 @@ TEST(ScoreTest, OversubscriptionIsExplainedOnlyWhereAndWhenTheModelOverOffered) 
   ASSERT_TRUE(score.ok()) << score.status();
   EXPECT_EQ(score->false_positives,
             (std::vector<std::string>{"oversubscription z1-rtsw02", "oversubscription z1-rtsw01"}));
+}
+
+// A queue's drop threshold on a CTSW acts only on the traffic through it.
+// Two jobs' paths cross the CTSW, each on its own racks' ports; the
+// threshold drops on the first job's port. The second job, whose flows the
+// lab never saw the fault act on (truth's touched_jobs), is right to be
+// diagnosed without it; one the lab says it touched must still have it
+// first, and so must every job whose paths cross the target where the
+// truth does not say which jobs it touched.
+TEST(ScoreTest, AFaultOnTrafficIsJudgedOnTheJobsItTouched) {
+  constexpr char kFourRacks[] = R"yaml(
+switches:
+  - {name: z1-rtsw01, role: rtsw, zone: z1}
+  - {name: z1-rtsw02, role: rtsw, zone: z1}
+  - {name: z1-rtsw03, role: rtsw, zone: z1}
+  - {name: z1-rtsw04, role: rtsw, zone: z1}
+  - {name: z1-ctsw01, role: ctsw, zone: z1}
+hosts:
+  - {name: z1-r01-h1, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.1}]}
+  - {name: z1-r02-h1, zone: z1, rack: 2, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.2.1}]}
+  - {name: z1-r03-h1, zone: z1, rack: 3, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.3.1}]}
+  - {name: z1-r04-h1, zone: z1, rack: 4, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.4.1}]}
+links:
+  - {a: z1-r01-h1/mlx5_0, b: z1-rtsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-r02-h1/mlx5_0, b: z1-rtsw02/Ethernet0, speed_gbps: 400}
+  - {a: z1-r03-h1/mlx5_0, b: z1-rtsw03/Ethernet0, speed_gbps: 400}
+  - {a: z1-r04-h1/mlx5_0, b: z1-rtsw04/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet8, b: z1-ctsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw02/Ethernet8, b: z1-ctsw01/Ethernet4, speed_gbps: 400}
+  - {a: z1-rtsw03/Ethernet8, b: z1-ctsw01/Ethernet8, speed_gbps: 400}
+  - {a: z1-rtsw04/Ethernet8, b: z1-ctsw01/Ethernet12, speed_gbps: 400}
+)yaml";
+  const std::vector<std::pair<std::string, std::optional<std::vector<std::string>>>> cases = {
+      {"only the first", std::vector<std::string>{"4711"}},
+      {"both", std::vector<std::string>{"4711", "4712"}},
+      {"not said", std::nullopt}};
+  for (const auto& [name, touched] : cases) {
+    testing::TempDir run;
+    testing::WriteFile(run / "topology.yaml", kFourRacks);
+    nlohmann::json truth = {{"scenario", "threshold"}, {"start_unix_us", kStart}, {"duration_s", 60.0},
+                            {"conditions", nlohmann::json::array()}, {"jobs", nlohmann::json::array()}};
+    nlohmann::json fault = Fault("buffer_threshold", "z1-ctsw01", 10);
+    if (touched) fault["touched_jobs"] = *touched;
+    truth["faults"] = {fault};
+    testing::WriteFile(run / "truth.json", truth.dump());
+    {
+      auto store = collector::Store::Open({.path = run / "collector.db", .relaxed_durability = true});
+      ASSERT_TRUE(store.ok()) << store.status();
+      for (const auto& [id, hosts] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+               {"4711", {"z1-r01-h1", "z1-r02-h1"}}, {"4712", {"z1-r03-h1", "z1-r04-h1"}}}) {
+        v1::Job job;
+        job.set_id(id);
+        job.set_start_us(kStart);
+        for (uint32_t r = 0; r < hosts.size(); ++r) {
+          auto* p = job.add_ranks();
+          p->set_rank(r);
+          p->set_host(hosts[r]);
+          p->set_nic("mlx5_0");
+        }
+        ASSERT_TRUE((*store)->jobs().Start(job).ok());
+      }
+      const std::vector<v1::Anomaly> anomalies = {
+          Anomaly(1, "buffer_threshold_drops", "z1-ctsw01/Ethernet0", 10, 11, v1::SEVERITY_WARNING)};
+      ASSERT_TRUE((*store)->anomalies().Write(anomalies).ok());
+    }
+    auto score = ScoreRun(run.path());
+    ASSERT_TRUE(score.ok()) << score.status();
+    ASSERT_EQ(score->faults.size(), 1u);
+    const FaultScore& f = score->faults[0];
+    EXPECT_TRUE(f.detected) << name;
+    const std::vector<std::string> judged = touched ? *touched : std::vector<std::string>{"4711", "4712"};
+    std::vector<std::string> jobs = f.jobs;
+    std::sort(jobs.begin(), jobs.end());
+    EXPECT_EQ(jobs, judged) << name;
+    EXPECT_EQ(f.top1, judged.size() == 1) << name << ": the second job's paths do not cross Ethernet0";
+  }
 }
 
 }  // namespace
