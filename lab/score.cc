@@ -213,8 +213,13 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     // later (a latency regression is called only after its settling time):
     // once rocefab names the fault, is it first?
     int64_t judge_until = start + static_cast<int64_t>(options.top1_horizon_s * 1e6);
-    if (fs.latency_s >= 0) judge_until = std::max(judge_until, start + static_cast<int64_t>(fs.latency_s * 1e6) + 1);
+    const int64_t named_at = fs.latency_s >= 0 ? start + static_cast<int64_t>(fs.latency_s * 1e6) + 1 : 0;
+    if (fs.latency_s >= 0) judge_until = std::max(judge_until, named_at);
     in.window_end_us = std::min(end, judge_until);
+    // First named only in the grace after its end (a fault that could
+    // first show in the run's last seconds, named from what the agents
+    // flushed as it stopped): judged when it was named, as it was found.
+    if (fs.latency_s >= 0 && named_at > end) in.window_end_us = named_at;
     in.onset_only = true;
     // As the collector knew them then: an anomaly raised later was not in
     // that diagnosis, however early its start is stamped (a start is the

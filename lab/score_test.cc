@@ -259,5 +259,47 @@ links:
   }
 }
 
+// A straggler that could first show 3 s before the run's end, on a job
+// another fault had stalled until then, and named 1.1 s after the end from
+// what the agents flushed as they stopped: found inside the grace, and
+// judged when it was named, as an operator asking then would have seen it.
+// Named after the grace, it is not found at all.
+TEST(ScoreTest, AFaultFirstNamedInTheGraceAfterItsEndIsJudgedWhenNamed) {
+  for (const double detected_s : {59.5, 61.1, 71.0}) {
+    testing::TempDir run;
+    testing::WriteFile(run / "topology.yaml", kTwoRacks);
+    nlohmann::json truth = {{"scenario", "late"}, {"start_unix_us", kStart}, {"duration_s", 60.0},
+                            {"conditions", nlohmann::json::array()}, {"jobs", nlohmann::json::array()}};
+    nlohmann::json fault = Fault("straggler", "z1-r01-h1/gpu0", 39);
+    fault["observable_from_unix_us"] = kStart + 57 * kSecond;
+    truth["faults"] = {fault};
+    testing::WriteFile(run / "truth.json", truth.dump());
+    {
+      auto store = collector::Store::Open({.path = run / "collector.db", .relaxed_durability = true});
+      ASSERT_TRUE(store.ok()) << store.status();
+      v1::Job job;
+      job.set_id("4711");
+      job.set_start_us(kStart);
+      for (uint32_t r = 0; r < 2; ++r) {
+        auto* p = job.add_ranks();
+        p->set_rank(r);
+        p->set_host(r == 0 ? "z1-r01-h1" : "z1-r02-h1");
+        p->set_nic("mlx5_0");
+      }
+      ASSERT_TRUE((*store)->jobs().Start(job).ok());
+      v1::Anomaly straggler = Anomaly(1, "straggler", "z1-r01-h1/gpu0", 58.3, detected_s, v1::SEVERITY_WARNING);
+      straggler.set_job("4711");
+      const std::vector<v1::Anomaly> anomalies = {straggler};
+      ASSERT_TRUE((*store)->anomalies().Write(anomalies).ok());
+    }
+    auto score = ScoreRun(run.path());
+    ASSERT_TRUE(score.ok()) << score.status();
+    ASSERT_EQ(score->faults.size(), 1u);
+    const bool in_grace = detected_s <= 70;
+    EXPECT_EQ(score->faults[0].detected, in_grace) << detected_s;
+    EXPECT_EQ(score->faults[0].top1, in_grace) << detected_s << ": " << score->faults[0].top1_kind;
+  }
+}
+
 }  // namespace
 }  // namespace rocefab::lab
