@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <optional>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "collector/store.h"
+#include "common/topology.h"
+#include "lab/topology_gen.h"
 #include "tests/support/test_support.h"
 
 namespace rocefab::lab {
@@ -40,6 +43,20 @@ v1::Anomaly Anomaly(uint64_t id, const std::string& kind, const std::string& ent
   return a;
 }
 
+// Registers job `id` with one rank on mlx5_0 of each host.
+void StartJob(collector::Store& store, const std::string& id, const std::vector<std::string>& hosts) {
+  v1::Job job;
+  job.set_id(id);
+  job.set_start_us(kStart);
+  for (uint32_t r = 0; r < hosts.size(); ++r) {
+    auto* p = job.add_ranks();
+    p->set_rank(r);
+    p->set_host(hosts[r]);
+    p->set_nic("mlx5_0");
+  }
+  ASSERT_TRUE(store.jobs().Start(job).ok());
+}
+
 // The top-1 diagnosis is the one an operator would have had at the
 // horizon: a fault injected just after it, whose anomaly's start is stamped
 // at the poll before (inside the horizon) but which was raised after it,
@@ -56,16 +73,7 @@ TEST(ScoreTest, TopOneIsJudgedOnWhatWasRaisedByTheHorizon) {
   {
     auto store = collector::Store::Open({.path = run / "collector.db", .relaxed_durability = true});
     ASSERT_TRUE(store.ok()) << store.status();
-    v1::Job job;
-    job.set_id("4711");
-    job.set_start_us(kStart);
-    for (uint32_t r = 0; r < 2; ++r) {
-      auto* p = job.add_ranks();
-      p->set_rank(r);
-      p->set_host(r == 0 ? "z1-r01-h1" : "z1-r02-h1");
-      p->set_nic("mlx5_0");
-    }
-    ASSERT_TRUE((*store)->jobs().Start(job).ok());
+    StartJob(**store, "4711", {"z1-r01-h1", "z1-r02-h1"});
     v1::Anomaly straggler = Anomaly(1, "straggler", "z1-r01-h1/gpu0", 10.5, 11, v1::SEVERITY_WARNING);
     straggler.set_job("4711");
     // The down link, read at 25.9 s: its start is the poll before, 24.9 s.
@@ -191,35 +199,19 @@ TEST(ScoreTest, OversubscriptionIsExplainedOnlyWhereAndWhenTheModelOverOffered) 
 // first, and so must every job whose paths cross the target where the
 // truth does not say which jobs it touched.
 TEST(ScoreTest, AFaultOnTrafficIsJudgedOnTheJobsItTouched) {
-  constexpr char kFourRacks[] = R"yaml(
-switches:
-  - {name: z1-rtsw01, role: rtsw, zone: z1}
-  - {name: z1-rtsw02, role: rtsw, zone: z1}
-  - {name: z1-rtsw03, role: rtsw, zone: z1}
-  - {name: z1-rtsw04, role: rtsw, zone: z1}
-  - {name: z1-ctsw01, role: ctsw, zone: z1}
-hosts:
-  - {name: z1-r01-h1, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.1}]}
-  - {name: z1-r02-h1, zone: z1, rack: 2, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.2.1}]}
-  - {name: z1-r03-h1, zone: z1, rack: 3, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.3.1}]}
-  - {name: z1-r04-h1, zone: z1, rack: 4, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.4.1}]}
-links:
-  - {a: z1-r01-h1/mlx5_0, b: z1-rtsw01/Ethernet0, speed_gbps: 400}
-  - {a: z1-r02-h1/mlx5_0, b: z1-rtsw02/Ethernet0, speed_gbps: 400}
-  - {a: z1-r03-h1/mlx5_0, b: z1-rtsw03/Ethernet0, speed_gbps: 400}
-  - {a: z1-r04-h1/mlx5_0, b: z1-rtsw04/Ethernet0, speed_gbps: 400}
-  - {a: z1-rtsw01/Ethernet8, b: z1-ctsw01/Ethernet0, speed_gbps: 400}
-  - {a: z1-rtsw02/Ethernet8, b: z1-ctsw01/Ethernet4, speed_gbps: 400}
-  - {a: z1-rtsw03/Ethernet8, b: z1-ctsw01/Ethernet8, speed_gbps: 400}
-  - {a: z1-rtsw04/Ethernet8, b: z1-ctsw01/Ethernet12, speed_gbps: 400}
-)yaml";
+  // Four racks of one host with one NIC, their RTSWs joined by one CTSW
+  // (z1-ctsw01/Ethernet0 faces z1-rtsw01, Ethernet4 z1-rtsw02, ...).
+  auto four_racks = GenerateTopology({.racks_per_zone = 4, .hosts_per_rack = 1, .nics_per_host = 1, .ctsw_per_zone = 1});
+  ASSERT_TRUE(four_racks.ok()) << four_racks.status();
+  std::ostringstream four_racks_yaml;
+  WriteTopologyYaml(*four_racks, four_racks_yaml);
   const std::vector<std::pair<std::string, std::optional<std::vector<std::string>>>> cases = {
       {"only the first", std::vector<std::string>{"4711"}},
       {"both", std::vector<std::string>{"4711", "4712"}},
       {"not said", std::nullopt}};
   for (const auto& [name, touched] : cases) {
     testing::TempDir run;
-    testing::WriteFile(run / "topology.yaml", kFourRacks);
+    testing::WriteFile(run / "topology.yaml", four_racks_yaml.str());
     nlohmann::json truth = {{"scenario", "threshold"}, {"start_unix_us", kStart}, {"duration_s", 60.0},
                             {"conditions", nlohmann::json::array()}, {"jobs", nlohmann::json::array()}};
     nlohmann::json fault = Fault("buffer_threshold", "z1-ctsw01", 10);
@@ -229,19 +221,8 @@ links:
     {
       auto store = collector::Store::Open({.path = run / "collector.db", .relaxed_durability = true});
       ASSERT_TRUE(store.ok()) << store.status();
-      for (const auto& [id, hosts] : std::vector<std::pair<std::string, std::vector<std::string>>>{
-               {"4711", {"z1-r01-h1", "z1-r02-h1"}}, {"4712", {"z1-r03-h1", "z1-r04-h1"}}}) {
-        v1::Job job;
-        job.set_id(id);
-        job.set_start_us(kStart);
-        for (uint32_t r = 0; r < hosts.size(); ++r) {
-          auto* p = job.add_ranks();
-          p->set_rank(r);
-          p->set_host(hosts[r]);
-          p->set_nic("mlx5_0");
-        }
-        ASSERT_TRUE((*store)->jobs().Start(job).ok());
-      }
+      StartJob(**store, "4711", {"z1-r01-h1", "z1-r02-h1"});
+      StartJob(**store, "4712", {"z1-r03-h1", "z1-r04-h1"});
       const std::vector<v1::Anomaly> anomalies = {
           Anomaly(1, "buffer_threshold_drops", "z1-ctsw01/Ethernet0", 10, 11, v1::SEVERITY_WARNING)};
       ASSERT_TRUE((*store)->anomalies().Write(anomalies).ok());
@@ -277,16 +258,7 @@ TEST(ScoreTest, AFaultFirstNamedInTheGraceAfterItsEndIsJudgedWhenNamed) {
     {
       auto store = collector::Store::Open({.path = run / "collector.db", .relaxed_durability = true});
       ASSERT_TRUE(store.ok()) << store.status();
-      v1::Job job;
-      job.set_id("4711");
-      job.set_start_us(kStart);
-      for (uint32_t r = 0; r < 2; ++r) {
-        auto* p = job.add_ranks();
-        p->set_rank(r);
-        p->set_host(r == 0 ? "z1-r01-h1" : "z1-r02-h1");
-        p->set_nic("mlx5_0");
-      }
-      ASSERT_TRUE((*store)->jobs().Start(job).ok());
+      StartJob(**store, "4711", {"z1-r01-h1", "z1-r02-h1"});
       v1::Anomaly straggler = Anomaly(1, "straggler", "z1-r01-h1/gpu0", 58.3, detected_s, v1::SEVERITY_WARNING);
       straggler.set_job("4711");
       const std::vector<v1::Anomaly> anomalies = {straggler};
