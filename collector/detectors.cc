@@ -2001,6 +2001,34 @@ const v1::Job* Detectors::RunningJob(const FabricContext& context, const std::st
   return nullptr;
 }
 
+void MergeEvidence(const v1::Evidence& ev, v1::Anomaly* anomaly) {
+  v1::Evidence* into = nullptr;
+  v1::Evidence* weakest = nullptr;  // of ev's counter
+  for (auto& existing : *anomaly->mutable_evidence()) {
+    if (existing.counter() != ev.counter()) continue;
+    if (existing.entity() == ev.entity()) into = &existing;
+    if (weakest == nullptr || existing.peak_rate() < weakest->peak_rate()) weakest = &existing;
+  }
+  if (into == nullptr) {
+    if (anomaly->evidence_size() < kMaxEvidence) *anomaly->add_evidence() = ev;
+    else if (weakest != nullptr && ev.peak_rate() > weakest->peak_rate()) *weakest = ev;
+    return;
+  }
+  // A counter's note describes its peak reading (a queue's depth when it
+  // dropped fastest), not whichever read came last; the summary describes
+  // the latest round, and says so where it quotes figures.
+  bool describes = true;
+  if (IsLevelEvidence(ev.counter())) {
+    into->set_total(ev.total());
+    into->set_peak_rate(ev.peak_rate());
+  } else {
+    describes = ev.peak_rate() >= into->peak_rate();
+    into->set_total(into->total() + ev.total());
+    into->set_peak_rate(std::max(into->peak_rate(), ev.peak_rate()));
+  }
+  if (!ev.note().empty() && (describes || into->note().empty())) into->set_note(ev.note());
+}
+
 void Detectors::Track(int64_t now_us, std::vector<Hit> hits) {
   for (Hit& h : hits) {
     const std::string key = h.Key();
@@ -2019,29 +2047,7 @@ void Detectors::Track(int64_t now_us, std::vector<Hit> hits) {
     v1::Anomaly& a = t.anomaly;
     t.last_hit_us = now_us;
     t.clear_after_us = h.clear_after_us > 0 ? h.clear_after_us : s_.clear_after_us;
-    for (const v1::Evidence& ev : h.evidence) {
-      v1::Evidence* into = nullptr;
-      for (auto& existing : *a.mutable_evidence())
-        if (existing.entity() == ev.entity() && existing.counter() == ev.counter()) into = &existing;
-      if (into == nullptr) {
-        into = a.add_evidence();
-        *into = ev;
-        continue;
-      }
-      // A counter's note describes its peak reading (a queue's depth when
-      // it dropped fastest), not whichever read came last; the summary
-      // describes the latest round, and says so where it quotes figures.
-      bool describes = true;
-      if (IsLevelEvidence(ev.counter())) {
-        into->set_total(ev.total());
-        into->set_peak_rate(ev.peak_rate());
-      } else {
-        describes = ev.peak_rate() >= into->peak_rate();
-        into->set_total(into->total() + ev.total());
-        into->set_peak_rate(std::max(into->peak_rate(), ev.peak_rate()));
-      }
-      if (!ev.note().empty() && (describes || into->note().empty())) into->set_note(ev.note());
-    }
+    for (const v1::Evidence& ev : h.evidence) MergeEvidence(ev, &a);
     if (h.severity > a.severity()) a.set_severity(h.severity);
     a.set_magnitude(std::max(a.magnitude(), h.magnitude));
     a.set_summary(h.summary);

@@ -70,6 +70,16 @@ struct FabricContext {
   std::vector<v1::SwitchStatus> switch_status;    // desired vs applied, per switch
 };
 
+// Folds one round's evidence into a tracked finding. The same entity and
+// counter accumulate (a level keeps its latest reading, a count its sum
+// and peak). A finding keeps at most kMaxEvidence entries: a long-lived
+// one whose entities change round by round (the links two jobs share, a
+// switch's congested uplinks) would otherwise grow with every one it ever
+// named. Once full, a new entity replaces the one of its counter with the
+// lowest peak, if its own is higher; other counters' entries stay.
+inline constexpr int kMaxEvidence = 16;
+void MergeEvidence(const v1::Evidence& ev, v1::Anomaly* anomaly);
+
 // The canonical name of the link on `port` ("dev/port"): the end nearest the
 // hosts (a NIC, else the lower switch tier), so both ends of a link report
 // as one. `port` itself without a topology or a link.

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -2149,6 +2150,43 @@ TEST(DetectorSettingsTest, DefaultsAndEveryProblemReported) {
   EXPECT_NE(message.find("pause_ratio"), std::string::npos);
   EXPECT_NE(message.find("lossless_priorities"), std::string::npos);
   EXPECT_NE(message.find("stall_after"), std::string::npos);
+}
+
+// A long-lived finding whose entities change round by round keeps at most
+// kMaxEvidence entries: each new one of a counter replaces that counter's
+// weakest once full, if stronger; an entry of another counter (the
+// buffer's level) stays; a known entity still accumulates.
+TEST(MergeEvidenceTest, AFindingKeepsItsStrongestEvidenceUpToTheCap) {
+  v1::Anomaly a;
+  auto ev = [](const std::string& entity, const std::string& counter, double peak) {
+    v1::Evidence e;
+    e.set_entity(entity);
+    e.set_counter(counter);
+    e.set_total(peak);
+    e.set_peak_rate(peak);
+    return e;
+  };
+  MergeEvidence(ev("z1-ctsw01/ingress_lossless_pool", "buffer_used_bytes", 1e6), &a);
+  for (int i = 0; i < 100; ++i) MergeEvidence(ev(StrCat("z1-ctsw01/Ethernet", 4 * i), "queue_drops", i), &a);
+  ASSERT_EQ(a.evidence_size(), kMaxEvidence);
+  std::set<std::string> kept;
+  for (const auto& e : a.evidence())
+    if (e.counter() == "queue_drops") kept.insert(e.entity());
+  EXPECT_EQ(kept.size(), static_cast<size_t>(kMaxEvidence - 1));
+  for (int i = 100 - (kMaxEvidence - 1); i < 100; ++i)
+    EXPECT_TRUE(kept.count(StrCat("z1-ctsw01/Ethernet", 4 * i))) << "the strongest, " << i;
+  EXPECT_EQ(a.evidence(0).counter(), "buffer_used_bytes") << "another counter's entry stays";
+  MergeEvidence(ev("z1-ctsw01/Ethernet0", "queue_drops", 1), &a);
+  EXPECT_FALSE(std::any_of(a.evidence().begin(), a.evidence().end(),
+                           [](const v1::Evidence& e) { return e.entity() == "z1-ctsw01/Ethernet0"; }))
+      << "weaker than every one kept";
+  MergeEvidence(ev("z1-ctsw01/Ethernet396", "queue_drops", 5), &a);
+  for (const auto& e : a.evidence())
+    if (e.entity() == "z1-ctsw01/Ethernet396") {
+      EXPECT_DOUBLE_EQ(e.total(), 99 + 5) << "a kept entity still accumulates";
+      EXPECT_DOUBLE_EQ(e.peak_rate(), 99);
+    }
+  EXPECT_EQ(a.evidence_size(), kMaxEvidence);
 }
 
 }  // namespace
