@@ -1282,11 +1282,12 @@ std::string FabricModel::SwitchOsVersion(int sw) const {
 void FabricModel::MarkObservable() {
   for (ActiveFault& fault : faults_) {
     if (!fault.active) continue;
+    // First: whether a fault on traffic can show is whether it touched a job.
+    if (fault.acts_on_traffic) NoteTouchedJobs(fault);
     if (!fault.observable && CanShow(fault)) {
       fault.observable = true;
       fault.observable_from_s = now_s_;
     }
-    if (fault.acts_on_traffic) NoteTouchedJobs(fault);
   }
 }
 
@@ -1340,13 +1341,14 @@ bool FabricModel::CanShow(const ActiveFault& fault) const {
     // only where marking would have held it (Channel::ecn_missed): a queue
     // below Kmin, or one a storm's pauses hold, is the same either way (a
     // generated run drew ECN off on a port a storm held for the whole run).
+    // A lowered threshold, only where a queue tail-dropped at it. Such a
+    // fault can show once it has touched a job (NoteTouchedJobs, which
+    // MarkObservable runs first, walks the flows with that rule).
     case v1::FAULT_KIND_ECN_MISCONFIG:
     case v1::FAULT_KIND_ECMP_SKEW:
     case v1::FAULT_KIND_BUFFER_THRESHOLD:
-    case v1::FAULT_KIND_LATENCY_REGRESSION: {
-      const TrafficTarget target = TrafficTargetOf(fault);
-      return crossed([&](const Channel& ch) { return target.ActsOn(ports_, ch); });
-    }
+    case v1::FAULT_KIND_LATENCY_REGRESSION:
+      return !fault.touched_jobs.empty();
     // A straggler needs its job to run collectives, and to slow it by a
     // share the detectors are held to: another fault that made every
     // collective many times longer leaves a GPU's few milliseconds within
