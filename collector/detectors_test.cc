@@ -2189,5 +2189,38 @@ TEST(MergeEvidenceTest, AFindingKeepsItsStrongestEvidenceUpToTheCap) {
   EXPECT_EQ(a.evidence_size(), kMaxEvidence);
 }
 
+// Shown to an operator, a full finding's evidence reads strongest first
+// within each counter, counters in the order the detector gave them,
+// though replacements left the stored entries out of order.
+TEST(MergeEvidenceTest, AFindingShowsEachCountersStrongestEvidenceFirst) {
+  v1::Anomaly a;
+  auto ev = [](const std::string& entity, const std::string& counter, double peak) {
+    v1::Evidence e;
+    e.set_entity(entity);
+    e.set_counter(counter);
+    e.set_peak_rate(peak);
+    return e;
+  };
+  MergeEvidence(ev("z1-ctsw01/Ethernet0", "queue_drops", 3), &a);
+  MergeEvidence(ev("z1-ctsw01/ingress_lossless_pool", "buffer_used_bytes", 1e6), &a);
+  // Rising, then falling, then a strong one that replaces the weakest.
+  for (int i = 1; i < 20; ++i)
+    MergeEvidence(ev(StrCat("z1-ctsw01/Ethernet", 4 * i), "queue_drops", i < 10 ? i : 30 - i), &a);
+  MergeEvidence(ev("z1-ctsw01/Ethernet400", "queue_drops", 50), &a);
+  ASSERT_EQ(a.evidence_size(), kMaxEvidence);
+  const auto shown = StrongestFirst(a.evidence());
+  ASSERT_EQ(shown.size(), a.evidence_size());
+  EXPECT_EQ(shown[0].counter(), "queue_drops") << "the detector's first counter leads";
+  EXPECT_EQ(shown[0].entity(), "z1-ctsw01/Ethernet400");
+  for (int i = 0; i + 2 < shown.size(); ++i)
+    EXPECT_GE(shown[i].peak_rate(), shown[i + 1].peak_rate()) << "queue_drops, " << i;
+  EXPECT_EQ(shown[shown.size() - 1].counter(), "buffer_used_bytes");
+  std::multiset<std::string> stored, ordered;
+  for (const auto& e : a.evidence()) stored.insert(e.entity());
+  for (const auto& e : shown) ordered.insert(e.entity());
+  EXPECT_EQ(stored, ordered) << "the same entries, only reordered";
+  EXPECT_NE(a.evidence(0).entity(), "z1-ctsw01/Ethernet400") << "stored, the strongest did not lead";
+}
+
 }  // namespace
 }  // namespace rocefab::collector

@@ -1,5 +1,6 @@
 #include "collector/diagnosis.h"
 
+#include "collector/detectors.h"
 #include "common/findings.h"
 
 #include <algorithm>
@@ -330,7 +331,7 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
     f.set_entity(a.entity());
     f.set_start_us(a.start_us());
     f.set_end_us(a.end_us());
-    *f.mutable_evidence() = a.evidence();
+    *f.mutable_evidence() = StrongestFirst(a.evidence());
     f.set_summary(a.summary());
     f.set_playbook(PlaybookFor(a.kind()));
     f.set_anomaly_id(a.id());
