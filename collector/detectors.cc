@@ -1561,6 +1561,17 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
                       st.cusum, st.since_n, s_.regression_llr);
         ev.set_note(note);
         h.evidence.push_back(ev);
+        if (st.step_us != 0 && st.step_n > 0) {
+          v1::Evidence step;
+          step.set_entity(id);
+          step.set_counter("busbw_step");
+          step.set_total(st.step_from);
+          step.set_peak_rate(st.step_sum / st.step_n);
+          step.set_at_us(st.step_us);
+          step.set_note(StrCat(op_size, " (communicator ", bucket.substr(op_size.size() + 1),
+                               "): fell again while regressed, a further change"));
+          h.evidence.push_back(std::move(step));
+        }
         char buf[200];
         std::snprintf(buf, sizeof buf, "job %s %s busbw %.1f GB/s, %.0f%% below its baseline %.1f GB/s",
                       id.c_str(), op_size.c_str(), mean, 100 * (1 - mean / baseline), baseline);
@@ -1932,9 +1943,59 @@ void Detectors::JudgeBusbw(BucketState& st, double busbw, int64_t ts_us) const {
   if (st.cusum > 0) {
     st.since_sum += busbw;
     ++st.since_n;
+    if (st.cusum >= s_.regression_llr) JudgeFurtherDrop(st, busbw, ts_us);
   } else {
+    // Recovered: a later drop is a new regression, not a further one.
+    st.level_samples.clear();
+    st.level_at_fit = 0;
+    st.level = st.level_sigma = st.step_cusum = 0;
+    st.step_us = 0;
+    st.step_from = st.step_sum = st.step_n = 0;
     keep();
   }
+}
+
+// The regression's own test, once more, on the level the job regressed to:
+// its samples since the regression was called make a baseline (the same
+// count, median and noise floor), and a drop by busbw_drop of that level,
+// as sure as the first (regression_llr), is a further change. A second
+// cause that reaches a job already slowed then has an onset, which the
+// diagnosis matches its findings against as it does the first.
+void Detectors::JudgeFurtherDrop(BucketState& st, double busbw, int64_t ts_us) const {
+  auto keep = [&] {
+    st.level_samples.push_back(busbw);
+    ++st.level_at_fit;
+    while (st.level_samples.size() > 600) st.level_samples.pop_front();
+  };
+  if (st.step_us != 0) st.step_sum += busbw, ++st.step_n;
+  if (st.level_samples.size() < s_.baseline_intervals) return keep();
+  if (st.level == 0 || st.level_at_fit >= 8) {
+    const std::vector<double> v(st.level_samples.begin(), st.level_samples.end());
+    st.level = Median(v);
+    st.level_sigma = std::max(RobustSpread(v), s_.busbw_drop * st.level / 4);
+    st.level_at_fit = 0;
+  }
+  if (st.level <= 0) return keep();
+  const double delta = s_.busbw_drop * st.level;
+  const double step = delta / (st.level_sigma * st.level_sigma) * (st.level - delta / 2 - busbw);
+  const double before = st.step_cusum;
+  st.step_cusum = std::max(0.0, st.step_cusum + step);
+  if (before == 0 && st.step_cusum > 0) {
+    st.step_onset_us = ts_us;
+    st.pending_sum = st.pending_n = 0;
+  }
+  if (st.step_cusum > 0) st.pending_sum += busbw, ++st.pending_n;
+  if (st.step_cusum >= s_.regression_llr) {
+    st.step_us = st.step_onset_us;
+    st.step_from = st.level;
+    st.step_sum = st.pending_sum, st.step_n = st.pending_n;
+    // The new level is learnt afresh, from what follows.
+    st.level_samples.clear();
+    st.level_at_fit = 0;
+    st.level = st.level_sigma = st.step_cusum = 0;
+    return;
+  }
+  if (st.step_cusum == 0) keep();
 }
 
 void Detectors::DetectDrift(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits) {
@@ -2041,6 +2102,7 @@ void MergeEvidence(const v1::Evidence& ev, v1::Anomaly* anomaly) {
   if (IsLevelEvidence(ev.counter())) {
     into->set_total(ev.total());
     into->set_peak_rate(ev.peak_rate());
+    into->set_at_us(ev.at_us());
   } else {
     describes = ev.peak_rate() >= into->peak_rate();
     into->set_total(into->total() + ev.total());

@@ -216,6 +216,17 @@ class Detectors final {
     double cusum = 0;            // log-likelihood ratio of "dropped by busbw_drop" vs "as before"
     int64_t onset_us = 0;        // when the CUSUM last left 0: the change point
     double since_sum = 0, since_n = 0;  // busbw since then
+    // A further drop while regressed: the same CUSUM, against the level the
+    // job regressed to, so that a second cause arriving on a slowed job has
+    // an onset of its own.
+    std::deque<double> level_samples;  // per-collective busbw at that level
+    size_t level_at_fit = 0;
+    double level = 0, level_sigma = 0, step_cusum = 0;
+    int64_t step_onset_us = 0;          // when step_cusum last left 0
+    double pending_sum = 0, pending_n = 0;  // busbw since then
+    // The newest further drop: when, from which level, and busbw since.
+    int64_t step_us = 0;
+    double step_from = 0, step_sum = 0, step_n = 0;
     // Stragglers: for each m up to kStragglerSets, the m ranks with the
     // shortest kernels while they are apart from the rest, and their streak.
     std::array<FastSet, kStragglerSets> fast_sets;
@@ -295,6 +306,7 @@ class Detectors final {
   const Footprint& JobPaths(const Topology* topo, const v1::Job& job);
   void Track(int64_t now_us, std::vector<Hit> hits);
   void JudgeBusbw(BucketState& st, double busbw, int64_t ts_us) const;
+  void JudgeFurtherDrop(BucketState& st, double busbw, int64_t ts_us) const;
   static void JudgeFastest(BucketState& st, const std::vector<const CollRecord*>& ranks);
   // Consecutive collectives the same `set` ranks of `ranks` must be the
   // fastest in before chance (C(ranks, set)^(1 - streak)) falls below

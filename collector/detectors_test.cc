@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "common/counter_delta.h"
+#include "common/findings.h"
 #include "common/counters.h"
 #include "common/stats.h"
 #include "common/strings.h"
@@ -1690,6 +1691,49 @@ TEST_F(DetectorsTest, ASustainedTenPercentDropIsARegressionAndNoiseIsNot) {
         }
     EXPECT_GE(found_at, 0) << "seed " << seed;
     EXPECT_LT(found_at, 40) << "seed " << seed;
+  }
+}
+
+// A regressed job whose busbw falls again by as much as a regression
+// carries that second change, with its onset; one that stays at the level
+// it regressed to, through 2,000 noisy collectives, carries none.
+TEST_F(DetectorsTest, ARegressedJobThatFallsAgainHasASecondOnset) {
+  auto step_of = [](const std::vector<v1::Anomaly>& anomalies) -> const v1::Evidence* {
+    for (const auto& a : anomalies)
+      if (a.kind() == "busbw_regression")
+        for (const auto& ev : a.evidence())
+          if (ev.counter() == "busbw_step") return &ev;
+    return nullptr;
+  };
+  for (uint64_t seed : {1, 2, 3}) {
+    Detectors d{DetectorSettings{}};
+    JobSeries job(&d, 8, seed);
+    job.jitter = 0.03;
+    for (int i = 0; i < 300; ++i) job.Step(4000, 144);
+    // Down 40% (another job's traffic): a regression, and no second change
+    // while it holds.
+    bool regressed = false;
+    for (int i = 0; i < 2000; ++i) {
+      const auto anomalies = job.Step(4000 / 0.6, 144 * 0.6);
+      for (const auto& a : anomalies) regressed |= a.kind() == "busbw_regression";
+      if (const v1::Evidence* ev = step_of(anomalies)) ADD_FAILURE() << "seed " << seed << ": " << ev->ShortDebugString();
+    }
+    ASSERT_TRUE(regressed) << "seed " << seed;
+    // Down 15% more of that level (a second cause): a further change,
+    // placed at its onset, not when it was found.
+    const int64_t onset = kT0 + (2300 + 1) * 30'000;
+    const v1::Evidence* found = nullptr;
+    std::vector<v1::Anomaly> anomalies;
+    for (int i = 0; i < 200 && found == nullptr; ++i) {
+      anomalies = job.Step(4000 / (0.6 * 0.85), 144 * 0.6 * 0.85);
+      found = step_of(anomalies);
+    }
+    ASSERT_NE(found, nullptr) << "seed " << seed;
+    EXPECT_GE(found->at_us(), onset - 10 * 30'000) << "seed " << seed;
+    EXPECT_LE(found->at_us(), onset + 10 * 30'000) << "seed " << seed;
+    EXPECT_NEAR(found->total(), 144 * 0.6, 144 * 0.6 * 0.03) << "the level it fell from";
+    EXPECT_NEAR(found->peak_rate(), 144 * 0.6 * 0.85, 144 * 0.6 * 0.05) << "the level since";
+    EXPECT_NE(FormatEvidence(*found).find("fell again at"), std::string::npos) << FormatEvidence(*found);
   }
 }
 

@@ -271,14 +271,29 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
   bool stalled_now = false;
   for (const v1::Anomaly& a : in.anomalies) {
     if (!IsJobSymptomKind(a.kind()) || a.job() != in.job.id()) continue;
+    // A regression that fell again is two intervals: each change is an
+    // onset that a cause may have begun.
+    const v1::Evidence* step = nullptr;
+    if (a.kind() == "busbw_regression")
+      for (const auto& ev : a.evidence())
+        if (ev.counter() == "busbw_step" && ev.at_us() > a.start_us() && (a.end_us() == 0 || ev.at_us() < a.end_us()))
+          step = &ev;
+    if (step != nullptr) {
+      v1::DegradedInterval* d = out.add_degraded();
+      d->set_start_us(step->at_us());
+      d->set_end_us(a.end_us());
+      d->set_kind("busbw_further_drop");
+      const double now = baseline > 0 ? level(step->at_us(), a.end_us() ? a.end_us() : in.window_end_us + 1) : 0;
+      d->set_busbw_ratio(now > 0 ? now / baseline : baseline > 0 ? step->peak_rate() / baseline : 1 - a.magnitude());
+    }
     v1::DegradedInterval* d = out.add_degraded();
     d->set_start_us(a.start_us());
-    d->set_end_us(a.end_us());
+    d->set_end_us(step != nullptr ? step->at_us() : a.end_us());
     d->set_kind(a.kind());
     if (a.kind() == "job_stalled") {
       if (a.end_us() == 0) stalled_now = true;
     } else if (baseline > 0) {
-      d->set_busbw_ratio(level(a.start_us(), a.end_us() ? a.end_us() : in.window_end_us + 1) / baseline);
+      d->set_busbw_ratio(level(a.start_us(), d->end_us() ? d->end_us() : in.window_end_us + 1) / baseline);
     } else {
       d->set_busbw_ratio(1 - a.magnitude());
     }

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <set>
 
+#include "common/clock.h"
+
 namespace rocefab::collector {
 namespace {
 
@@ -483,6 +485,51 @@ TEST(DiagnoseTest, OnAJobSlowSinceBeforeTheWindowWhatBeganInItRanksBeforeAnOldEq
   ASSERT_EQ(d.findings_size(), 2);
   EXPECT_DOUBLE_EQ(d.findings(0).confidence(), d.findings(1).confidence());
   EXPECT_EQ(d.findings(0).entity(), "z1-rtsw02");
+}
+
+// A job slowed by one cause, then slowed further by a second: the second
+// finding began at the further drop, an onset of its own, and is judged
+// against it as the first is against the regression's. Without the drop
+// the older finding, aligned with the regression's onset, would lead.
+TEST(DiagnoseTest, ACauseThatBeganAtAFurtherDropIsTimedByThatDrop) {
+  const int64_t t = 1'800'000'000'000'000;
+  v1::Anomaly regression = Make(1, "busbw_regression", "4711", t - 20'000'000, v1::SEVERITY_WARNING);
+  regression.set_job("4711");
+  v1::Anomaly first = Make(2, "ecmp_imbalance", "z1-rtsw01", t - 20'500'000, v1::SEVERITY_INFO);
+  first.set_magnitude(0.4);
+  v1::Anomaly second = Make(3, "ecmp_imbalance", "z1-rtsw02", t + 500'000, v1::SEVERITY_INFO);
+  second.set_magnitude(1.0);
+  auto diagnose = [&](bool fell_again) {
+    DiagnoseInput in = TwoRackJobInput(t - 2'000'000, t + 15'000'000);
+    in.onset_only = true;
+    v1::Anomaly r = regression;
+    if (fell_again) {
+      v1::Evidence* step = r.add_evidence();
+      step->set_entity("4711");
+      step->set_counter("busbw_step");
+      step->set_total(80);
+      step->set_peak_rate(60);
+      step->set_at_us(t);
+    }
+    in.anomalies = {r, first, second};
+    return Diagnose(in);
+  };
+  const v1::DiagnoseJobResponse once = diagnose(false);
+  ASSERT_EQ(once.findings_size(), 2);
+  EXPECT_EQ(once.findings(0).entity(), "z1-rtsw01") << "control: the older cause, timed by the only onset";
+  ASSERT_EQ(once.degraded_size(), 1);
+
+  const v1::DiagnoseJobResponse twice = diagnose(true);
+  ASSERT_EQ(twice.degraded_size(), 2);
+  EXPECT_EQ(twice.degraded(0).kind(), "busbw_regression");
+  EXPECT_EQ(twice.degraded(0).start_us(), t - 20'000'000);
+  EXPECT_EQ(twice.degraded(0).end_us(), t);
+  EXPECT_EQ(twice.degraded(1).kind(), "busbw_further_drop");
+  EXPECT_EQ(twice.degraded(1).start_us(), t);
+  ASSERT_EQ(twice.findings_size(), 2);
+  EXPECT_EQ(twice.findings(0).entity(), "z1-rtsw02") << "the stronger cause, timed by the further drop";
+  EXPECT_NE(twice.verdict().find("since " + FormatUtcTimeOfDay(t - 20'000'000)), std::string::npos) << twice.verdict();
+  EXPECT_NE(twice.verdict().find("worse since " + FormatUtcTimeOfDay(t)), std::string::npos) << twice.verdict();
 }
 
 // A CTSW's threshold drops named by one port, then by the switch as more

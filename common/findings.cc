@@ -107,7 +107,7 @@ std::string Micros(double us) {
 bool IsLevelEvidence(const std::string& counter) {
   return counter == "busbw_gbs" || counter == "coll_busbw_gbs" || counter == "coll_exec_time_us" ||
          counter == "seconds_since_last_collective" || counter == "applied_generation" || counter == "job_arrival_s" ||
-         counter == "component_change" || counter == "path_ecn_marks_per_s";
+         counter == "component_change" || counter == "path_ecn_marks_per_s" || counter == "busbw_step";
 }
 
 std::string FormatEvidence(const v1::Evidence& ev) {
@@ -116,6 +116,10 @@ std::string FormatEvidence(const v1::Evidence& ev) {
   char buf[160];
   if (c == "busbw_gbs" || c == "coll_busbw_gbs") {
     std::snprintf(buf, sizeof buf, "%.1f GB/s vs baseline %.1f GB/s", ev.peak_rate(), ev.total());
+    line += buf;
+  } else if (c == "busbw_step") {
+    std::snprintf(buf, sizeof buf, "fell again at %s: %.1f GB/s since, from the %.1f GB/s it had regressed to",
+                  FormatUtcTimeOfDay(ev.at_us()).c_str(), ev.peak_rate(), ev.total());
     line += buf;
   } else if (c == "coll_exec_time_us") {
     StrAppend(&line, Micros(ev.peak_rate()), " kernel time vs median ", Micros(ev.total()));
@@ -231,10 +235,18 @@ std::string ComposeVerdict(const v1::DiagnoseJobResponse& d) {
     const v1::DegradedInterval* latest = nullptr;
     for (const auto& i : d.degraded())
       if (latest == nullptr || i.start_us() >= latest->start_us()) latest = &i;
+    // A further drop continues the regression before it: the slowdown
+    // began with that one, and got worse at the drop.
+    int64_t began = latest != nullptr ? latest->start_us() : 0;
+    if (latest != nullptr && latest->kind() == "busbw_further_drop")
+      for (const auto& i : d.degraded())
+        if (i.kind() == "busbw_regression" && i.end_us() == latest->start_us()) began = i.start_us();
     std::string when;
     if (latest == nullptr) when = "";
-    else if (latest->end_us() == 0) when = StrCat(" since ", since(latest->start_us()));
-    else when = StrCat(" from ", since(latest->start_us()), " to ", FormatUtcTimeOfDay(latest->end_us()));
+    else if (latest->end_us() == 0) when = StrCat(" since ", since(began));
+    else when = StrCat(" from ", since(began), " to ", FormatUtcTimeOfDay(latest->end_us()));
+    if (latest != nullptr && began != latest->start_us())
+      StrAppend(&when, latest->end_us() == 0 ? ", worse since " : ", worse from ", since(latest->start_us()));
     // A stall that ended: busbw while the job ran may be its baseline, so it
     // is not what the verdict is about ("DEGRADED ...: busbw 1.00x" misleads).
     std::string what = busbw.empty() ? "" : StrCat(": ", busbw);
