@@ -307,6 +307,9 @@ class Detectors final {
   void Track(int64_t now_us, std::vector<Hit> hits);
   void JudgeBusbw(BucketState& st, double busbw, int64_t ts_us) const;
   void JudgeFurtherDrop(BucketState& st, double busbw, int64_t ts_us) const;
+  // Every device at the other end of one of `device`'s links that reports
+  // was read at `ts_us` or later.
+  bool PeersReadSince(const Topology* topo, const std::string& device, int64_t ts_us) const;
   static void JudgeFastest(BucketState& st, const std::vector<const CollRecord*>& ranks);
   // Consecutive collectives the same `set` ranks of `ranks` must be the
   // fastest in before chance (C(ranks, set)^(1 - streak)) falls below

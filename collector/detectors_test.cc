@@ -219,6 +219,23 @@ class DetectorsTest : public DetectorsFixture {
     fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_size_bytes", 32'000'000);
     for (int s = 0; s < 3; ++s) Step(s);
   }
+  // PFC on at both ends of z1-rtsw01's uplink, its lossless pool 3% full
+  // and `queue` quiet for three seconds; then 500 drops on it, not yet read.
+  void DropsAfterThreeQuietSeconds(const std::string& queue) {
+    for (const char* port : {"z1-rtsw01/Ethernet8", "z1-ctsw01/Ethernet0"})
+      fabric_.Set(v1::SCOPE_PORT, port, "pfc_enabled", 1, 3);
+    fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_used_bytes", 1'000'000);
+    fabric_.Set(v1::SCOPE_QUEUE, "z1-rtsw01/ingress_lossless_pool", "buffer_size_bytes", 32'000'000);
+    fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_drops", 0, std::nullopt, 3);
+    fabric_.Set(v1::SCOPE_QUEUE, queue, "queue_tx_packets", 0, std::nullopt, 3);
+    for (int s = 0; s < 3; ++s) Step(s);
+    fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_drops", 500, std::nullopt, 3);
+    fabric_.Add(v1::SCOPE_QUEUE, queue, "queue_tx_packets", 100'000, std::nullopt, 3);
+  }
+  // An evaluation at `at_us` with no new reading.
+  void EvaluateAt(int64_t at_us) {
+    for (const auto& a : detectors_.Evaluate(at_us, context_)) all_[a.id()] = a;
+  }
   void SetUp() override {
     UseTopology(kTopology);
     // Every port reports link state and speed, like the real agents.
@@ -882,6 +899,40 @@ TEST_F(DetectorsTest, ThresholdDropsThatBeganBeforePfcWentOffNextDoorStayAThresh
     EXPECT_EQ(threshold->id(), threshold_id) << "one finding throughout";
     EXPECT_EQ(Active("lossless_drops", queue), nullptr) << "step " << s;
   }
+}
+
+// Two switches read at the same moment reach the collector apart. Drops on
+// an RTSW queue, the buffer mostly free, wait for the CTSW at the other end
+// of its uplink: that CTSW's PFC off, read at the same moment, explains
+// them, and they are never a threshold. A peer that stops reporting holds
+// a threshold back no longer than one interval.
+TEST_F(DetectorsTest, DropsWaitForTheSwitchesAtTheOtherEndsOfTheirLinksBeforeTheyAreAThreshold) {
+  const std::string queue = "z1-rtsw01/Ethernet0";
+  const int64_t t3 = kT0 + 3 * kSecond;
+  DropsAfterThreeQuietSeconds(queue);
+  fabric_.Set(v1::SCOPE_PORT, "z1-ctsw01/Ethernet0", "pfc_enabled", 0, 3);
+  detectors_.Observe(fabric_.Poll(t3, {}, "z1-rtsw01"));
+  EvaluateAt(t3 + 100'000);
+  EXPECT_EQ(Count("buffer_threshold_drops"), 0) << "the CTSW's reading of that moment is still on its way";
+  detectors_.Observe(fabric_.Poll(t3, {}, "z1-ctsw01"));
+  EvaluateAt(t3 + 210'000);
+  const v1::Anomaly* off = Active("pfc_misconfig", "z1-ctsw01/Ethernet0");
+  ASSERT_NE(off, nullptr);
+  const v1::Anomaly* drops = Active("lossless_drops", queue);
+  ASSERT_NE(drops, nullptr);
+  EXPECT_EQ(drops->caused_by(), off->id());
+  EXPECT_EQ(Count("buffer_threshold_drops"), 0);
+}
+
+TEST_F(DetectorsTest, APeerThatStoppedReportingHoldsAThresholdBackOneIntervalAtMost) {
+  const std::string queue = "z1-rtsw01/Ethernet0";
+  const int64_t t3 = kT0 + 3 * kSecond;
+  DropsAfterThreeQuietSeconds(queue);
+  detectors_.Observe(fabric_.Poll(t3, {}, "z1-rtsw01"));
+  EvaluateAt(t3 + 100'000);
+  EXPECT_EQ(Count("buffer_threshold_drops"), 0);
+  EvaluateAt(t3 + kSecond);
+  EXPECT_NE(Active("buffer_threshold_drops", queue), nullptr) << "the CTSW and the hosts never reported that moment";
 }
 
 // A NIC reports its own PFC setting (dcbnl); off on the lossless priority
