@@ -1563,11 +1563,11 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
         }
         if (n > 0) summary.recent_busbw_gbs = sum / static_cast<double>(n);
       }
-      summary.baseline_busbw_gbs = st.baseline;
-      summary.regressed = st.cusum >= s_.regression_llr;
+      summary.baseline_busbw_gbs = st.busbw.level;
+      summary.regressed = st.busbw.llr >= s_.regression_llr;
       if (summary.regressed) {
         const double mean = st.since_n > 0 ? st.since_sum / st.since_n : summary.recent_busbw_gbs;
-        const double baseline = st.baseline;
+        const double baseline = st.busbw.level;
         Hit h{"busbw_regression", id, v1::SEVERITY_WARNING, std::max(0.0, 1 - mean / baseline), st.onset_us};
         h.job = id;
         v1::Evidence ev;
@@ -1579,8 +1579,8 @@ void Detectors::DetectJobs(int64_t now_us, const FabricContext& context, std::ve
         std::snprintf(note, sizeof note,
                       "%s (communicator %s): baseline %s GB/s (median of %zu healthy collectives, spread %.1f%%); CUSUM "
                       "log-likelihood ratio %.0f over %.0f collectives since the change (finding at %.0f)",
-                      op_size.c_str(), bucket.substr(op_size.size() + 1).c_str(), Num(baseline).c_str(), st.healthy.size(), 100 * st.sigma / baseline,
-                      st.cusum, st.since_n, s_.regression_llr);
+                      op_size.c_str(), bucket.substr(op_size.size() + 1).c_str(), Num(baseline).c_str(), st.busbw.calm.size(),
+                      100 * st.busbw.sigma / baseline, st.busbw.llr, st.since_n, s_.regression_llr);
         ev.set_note(note);
         h.evidence.push_back(ev);
         if (st.step_us != 0 && st.step_n > 0) {
@@ -1936,88 +1936,69 @@ void Detectors::JudgeFastest(BucketState& st, const std::vector<const CollRecord
   }
 }
 
-void Detectors::JudgeBusbw(BucketState& st, double busbw, int64_t ts_us) const {
+bool Detectors::DropCusum::Add(double x, double drop, size_t min_calm, double ceiling) {
   auto keep = [&] {
-    st.healthy.push_back(busbw);
-    ++st.healthy_at_fit;
-    while (st.healthy.size() > 600) st.healthy.pop_front();
+    calm.push_back(x);
+    ++calm_since_fit;
+    while (calm.size() > 600) calm.pop_front();
   };
-  if (st.healthy.size() < s_.baseline_intervals) return keep();
-  if (st.baseline == 0 || st.healthy_at_fit >= 8) {
-    const std::vector<double> v(st.healthy.begin(), st.healthy.end());
-    st.baseline = Median(v);
-    // Noise no finer than a quarter of the smallest drop that matters: a
-    // noiseless history must not make every wobble a change.
-    st.sigma = std::max(RobustSpread(v), s_.busbw_drop * st.baseline / 4);
-    st.healthy_at_fit = 0;
+  if (calm.size() < min_calm) return keep(), false;
+  if (level == 0 || calm_since_fit >= 8) {
+    const std::vector<double> v(calm.begin(), calm.end());
+    level = Median(v);
+    sigma = std::max(RobustSpread(v), drop * level / 4);
+    calm_since_fit = 0;
   }
-  if (st.baseline <= 0) return keep();
+  if (level <= 0) return keep(), false;
   // Gaussian log-likelihood ratio of one sample: a level lower by delta
-  // against the baseline.
-  const double delta = s_.busbw_drop * st.baseline;
-  const double step = delta / (st.sigma * st.sigma) * (st.baseline - delta / 2 - busbw);
-  const double before = st.cusum;
-  st.cusum = std::clamp(st.cusum + step, 0.0, 2 * s_.regression_llr);
-  if (before == 0 && st.cusum > 0) {
+  // against the level.
+  const double delta = drop * level;
+  const double step = delta / (sigma * sigma) * (level - delta / 2 - x);
+  const double before = llr;
+  llr = std::max(0.0, llr + step);
+  if (ceiling > 0) llr = std::min(llr, ceiling);
+  if (llr == 0) keep();
+  return before == 0 && llr > 0;
+}
+
+void Detectors::JudgeBusbw(BucketState& st, double busbw, int64_t ts_us) const {
+  // Capped at twice the finding's ratio, so that recovery is as quick as onset.
+  if (st.busbw.Add(busbw, s_.busbw_drop, s_.baseline_intervals, 2 * s_.regression_llr)) {
     st.onset_us = ts_us;
     st.since_sum = st.since_n = 0;
   }
-  if (st.cusum > 0) {
+  if (st.busbw.llr > 0) {
     st.since_sum += busbw;
     ++st.since_n;
-    if (st.cusum >= s_.regression_llr) JudgeFurtherDrop(st, busbw, ts_us);
+    if (st.busbw.llr >= s_.regression_llr) JudgeFurtherDrop(st, busbw, ts_us);
   } else {
-    // Recovered: a later drop is a new regression, not a further one.
-    st.level_samples.clear();
-    st.level_at_fit = 0;
-    st.level = st.level_sigma = st.step_cusum = 0;
+    // Healthy: a later drop is a new regression, not a further one.
+    st.further = DropCusum();
     st.step_us = 0;
     st.step_from = st.step_sum = st.step_n = 0;
-    keep();
   }
 }
 
 // The regression's own test, once more, on the level the job regressed to:
-// its samples since the regression was called make a baseline (the same
+// its samples since the regression was called make a level (the same
 // count, median and noise floor), and a drop by busbw_drop of that level,
 // as sure as the first (regression_llr), is a further change. A second
 // cause that reaches a job already slowed then has an onset, which the
 // diagnosis matches its findings against as it does the first.
 void Detectors::JudgeFurtherDrop(BucketState& st, double busbw, int64_t ts_us) const {
-  auto keep = [&] {
-    st.level_samples.push_back(busbw);
-    ++st.level_at_fit;
-    while (st.level_samples.size() > 600) st.level_samples.pop_front();
-  };
   if (st.step_us != 0) st.step_sum += busbw, ++st.step_n;
-  if (st.level_samples.size() < s_.baseline_intervals) return keep();
-  if (st.level == 0 || st.level_at_fit >= 8) {
-    const std::vector<double> v(st.level_samples.begin(), st.level_samples.end());
-    st.level = Median(v);
-    st.level_sigma = std::max(RobustSpread(v), s_.busbw_drop * st.level / 4);
-    st.level_at_fit = 0;
-  }
-  if (st.level <= 0) return keep();
-  const double delta = s_.busbw_drop * st.level;
-  const double step = delta / (st.level_sigma * st.level_sigma) * (st.level - delta / 2 - busbw);
-  const double before = st.step_cusum;
-  st.step_cusum = std::max(0.0, st.step_cusum + step);
-  if (before == 0 && st.step_cusum > 0) {
+  if (st.further.Add(busbw, s_.busbw_drop, s_.baseline_intervals, 0)) {
     st.step_onset_us = ts_us;
     st.pending_sum = st.pending_n = 0;
   }
-  if (st.step_cusum > 0) st.pending_sum += busbw, ++st.pending_n;
-  if (st.step_cusum >= s_.regression_llr) {
+  if (st.further.llr > 0) st.pending_sum += busbw, ++st.pending_n;
+  if (st.further.llr >= s_.regression_llr) {
     st.step_us = st.step_onset_us;
-    st.step_from = st.level;
+    st.step_from = st.further.level;
     st.step_sum = st.pending_sum, st.step_n = st.pending_n;
     // The new level is learnt afresh, from what follows.
-    st.level_samples.clear();
-    st.level_at_fit = 0;
-    st.level = st.level_sigma = st.step_cusum = 0;
-    return;
+    st.further = DropCusum();
   }
-  if (st.step_cusum == 0) keep();
 }
 
 void Detectors::DetectDrift(int64_t now_us, const FabricContext& context, std::vector<Hit>* hits) {

@@ -203,26 +203,36 @@ class Detectors final {
     int64_t since_us = 0;
     double median = 0;  // the other ranks' median kernel time in the last collective
   };
+  // A one-sided CUSUM for a drop below a level learnt from its own calm
+  // samples: the level is their median, its noise their robust spread
+  // floored at a quarter of the drop that matters (a noiseless history
+  // must not make every wobble a change). A sample joins the calm ones only
+  // while the CUSUM is 0, so a slow slide is never absorbed into the level.
+  struct DropCusum {
+    std::deque<double> calm;    // the last 600 calm samples
+    size_t calm_since_fit = 0;  // calm samples added since level and sigma were computed
+    double level = 0, sigma = 0;
+    double llr = 0;             // log-likelihood ratio of "lower by `drop` of the level" vs "as before"
+    // Judges one sample once `min_calm` calm ones make a level; `ceiling`
+    // caps the CUSUM (0: uncapped). True when the CUSUM left 0 with it.
+    bool Add(double x, double drop, size_t min_calm, double ceiling);
+  };
   struct BucketState {
     uint64_t last_seq = 0;  // judged up to here
     // Its ranks: the size NCCL states, else the most seen reporting one
     // collective. A collective is complete, and the fastest rank judged,
     // only when this many have reported it.
     uint32_t ranks = 0;
-    // busbw: the healthy level and a one-sided CUSUM for a drop.
-    std::deque<double> healthy;  // per-collective mean busbw while nothing was amiss
-    size_t healthy_at_fit = 0;   // healthy samples added since baseline/sigma were computed
-    double baseline = 0, sigma = 0;
-    double cusum = 0;            // log-likelihood ratio of "dropped by busbw_drop" vs "as before"
+    // busbw (the per-collective mean across ranks): its healthy level and
+    // a CUSUM for a drop by busbw_drop.
+    DropCusum busbw;
     int64_t onset_us = 0;        // when the CUSUM last left 0: the change point
     double since_sum = 0, since_n = 0;  // busbw since then
     // A further drop while regressed: the same CUSUM, against the level the
     // job regressed to, so that a second cause arriving on a slowed job has
     // an onset of its own.
-    std::deque<double> level_samples;  // per-collective busbw at that level
-    size_t level_at_fit = 0;
-    double level = 0, level_sigma = 0, step_cusum = 0;
-    int64_t step_onset_us = 0;          // when step_cusum last left 0
+    DropCusum further;
+    int64_t step_onset_us = 0;          // when its CUSUM last left 0
     double pending_sum = 0, pending_n = 0;  // busbw since then
     // The newest further drop: when, from which level, and busbw since.
     int64_t step_us = 0;
