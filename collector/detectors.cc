@@ -2065,26 +2065,6 @@ const v1::Job* Detectors::RunningJob(const FabricContext& context, const std::st
   return nullptr;
 }
 
-google::protobuf::RepeatedPtrField<v1::Evidence> StrongestFirst(
-    const google::protobuf::RepeatedPtrField<v1::Evidence>& evidence) {
-  std::vector<const v1::Evidence*> order;
-  order.reserve(evidence.size());
-  std::map<std::string, int> first_seen;
-  for (const v1::Evidence& ev : evidence) {
-    first_seen.try_emplace(ev.counter(), static_cast<int>(first_seen.size()));
-    order.push_back(&ev);
-  }
-  std::stable_sort(order.begin(), order.end(), [&](const v1::Evidence* a, const v1::Evidence* b) {
-    const int ca = first_seen.at(a->counter()), cb = first_seen.at(b->counter());
-    if (ca != cb) return ca < cb;
-    return a->peak_rate() > b->peak_rate();
-  });
-  google::protobuf::RepeatedPtrField<v1::Evidence> out;
-  out.Reserve(static_cast<int>(order.size()));
-  for (const v1::Evidence* ev : order) *out.Add() = *ev;
-  return out;
-}
-
 void MergeEvidence(const v1::Evidence& ev, v1::Anomaly* anomaly) {
   v1::Evidence* into = nullptr;
   v1::Evidence* weakest = nullptr;  // of ev's counter

@@ -80,14 +80,6 @@ struct FabricContext {
 inline constexpr int kMaxEvidence = 16;
 void MergeEvidence(const v1::Evidence& ev, v1::Anomaly* anomaly);
 
-// A finding's evidence as an operator reads it: each counter's entries
-// together, counters in the order the detector first gave them, and within
-// a counter the strongest (highest peak) first. A full finding's
-// replacements land where the entry they replaced stood, so the stored
-// order alone says nothing about strength.
-google::protobuf::RepeatedPtrField<v1::Evidence> StrongestFirst(
-    const google::protobuf::RepeatedPtrField<v1::Evidence>& evidence);
-
 // The canonical name of the link on `port` ("dev/port"): the end nearest the
 // hosts (a NIC, else the lower switch tier), so both ends of a link report
 // as one. `port` itself without a topology or a link.

@@ -1,6 +1,5 @@
 #include "collector/diagnosis.h"
 
-#include "collector/detectors.h"
 #include "common/findings.h"
 
 #include <algorithm>

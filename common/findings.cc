@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 
 #include "common/clock.h"
 #include "common/counters.h"
@@ -275,6 +276,26 @@ void TagWithShard(v1::Anomaly& anomaly, size_t shard) {
   const uint64_t tag = static_cast<uint64_t>(shard) << 48;
   anomaly.set_id(anomaly.id() | tag);
   if (anomaly.caused_by() != 0) anomaly.set_caused_by(anomaly.caused_by() | tag);
+}
+
+google::protobuf::RepeatedPtrField<v1::Evidence> StrongestFirst(
+    const google::protobuf::RepeatedPtrField<v1::Evidence>& evidence) {
+  std::vector<const v1::Evidence*> order;
+  order.reserve(evidence.size());
+  std::map<std::string, int> first_seen;
+  for (const v1::Evidence& ev : evidence) {
+    first_seen.try_emplace(ev.counter(), static_cast<int>(first_seen.size()));
+    order.push_back(&ev);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](const v1::Evidence* a, const v1::Evidence* b) {
+    const int ca = first_seen.at(a->counter()), cb = first_seen.at(b->counter());
+    if (ca != cb) return ca < cb;
+    return a->peak_rate() > b->peak_rate();
+  });
+  google::protobuf::RepeatedPtrField<v1::Evidence> out;
+  out.Reserve(static_cast<int>(order.size()));
+  for (const v1::Evidence* ev : order) *out.Add() = *ev;
+  return out;
 }
 
 }  // namespace rocefab

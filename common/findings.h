@@ -57,6 +57,14 @@ bool IsLevelEvidence(const std::string& counter);
 // alerts' annotations.
 std::string FormatEvidence(const v1::Evidence& evidence);
 
+// A finding's evidence as an operator reads it: each counter's entries
+// together, counters in the order the detector first gave them, and within
+// a counter the strongest (highest peak) first. A full finding's
+// replacements land where the entry they replaced stood, so the stored
+// order alone says nothing about strength.
+google::protobuf::RepeatedPtrField<v1::Evidence> StrongestFirst(
+    const google::protobuf::RepeatedPtrField<v1::Evidence>& evidence);
+
 // Anomaly ids are per collector: pooling several shards' anomalies, each
 // shard's ids (and caused_by links) get its index in the top 16 bits.
 void TagWithShard(v1::Anomaly& anomaly, size_t shard);
