@@ -1818,9 +1818,15 @@ void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std:
     // Anything found on its paths since shortly before the onset explains
     // it; what began well after the onset (more than a few readings: a
     // finding's start is its first reading's interval) came too late to.
-    // Nor does what was there before the job's first collective: the job's
-    // baseline, from which its busbw fell, was measured with it.
+    // Nor does what was there for the first half of the job's life before
+    // the onset, or before its first collective: the job's baseline, the
+    // median busbw from which it fell, was measured with it. (The median
+    // is over its last 600 calm collectives, which may be fewer than its
+    // whole life: a finding there for most of them but not for half the
+    // life still counts as explaining, which only keeps this detector
+    // quieter.)
     const int64_t first_us = jobs_[id].first_us;
+    const int64_t baseline_half_us = first_us > 0 ? first_us + std::max<int64_t>(0, onset_us - first_us) / 2 : 0;
     bool explained = false;
     for (const Hit& h : *hits) {
       if (h.kind == "busbw_regression" || h.kind == "latency_regression" || h.kind == "ecmp_imbalance") continue;
@@ -1828,7 +1834,7 @@ void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std:
       if (!on_paths) continue;
       const auto tracked = active_.find(h.Key());
       const int64_t began = tracked != active_.end() ? tracked->second.anomaly.start_us() : h.start_us;
-      if (first_us > 0 && began < first_us) continue;
+      if (first_us > 0 && began < baseline_half_us) continue;
       if (began >= onset_us - kPreexistingUs && began <= onset_us + kLaterFindingUs) explained = true;
     }
     if (explained) continue;
