@@ -334,12 +334,24 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
   std::map<uint64_t, const v1::Anomaly*> by_id;
   for (const v1::Anomaly& a : in.anomalies) by_id[a.id()] = &a;
   std::vector<v1::Finding> findings;
+  // --onset-only keeps what began in the window, and what began before it
+  // and still lasts (reported as ongoing): an old storm is still a cause.
+  // Judged on each entity's condition of one kind as a whole, as the
+  // findings are merged below: one there before the window that cleared
+  // inside it and came back (a collision on a switch whose link went down
+  // for two seconds) did not begin in the window.
+  std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> condition;  // first start, last end
+  for (const v1::Anomaly& a : in.anomalies) {
+    const auto [it, fresh] = condition.try_emplace({a.kind(), a.entity()}, a.start_us(), a.end_us());
+    if (fresh) continue;
+    it->second.first = std::min(it->second.first, a.start_us());
+    it->second.second = it->second.second == 0 || a.end_us() == 0 ? 0 : std::max(it->second.second, a.end_us());
+  }
   for (const v1::Anomaly& a : in.anomalies) {
     if (IsJobSymptomKind(a.kind()) || !Touches(in.footprint, a, in.job.id())) continue;
-    // --onset-only keeps what began in the window, and what began before it
-    // and still lasts (reported as ongoing): an old storm is still a cause.
-    const bool lasting = a.end_us() == 0 || a.end_us() >= in.window_end_us;
-    if (in.onset_only && a.start_us() < in.window_start_us && !lasting) continue;
+    const auto [began, ended] = condition.at({a.kind(), a.entity()});
+    const bool lasting = ended == 0 || ended >= in.window_end_us;
+    if (in.onset_only && began < in.window_start_us && !lasting) continue;
     v1::Finding f;
     f.set_kind(a.kind());
     f.set_entity(a.entity());
@@ -400,6 +412,36 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
       f.set_confidence(f.confidence() * 0.35);
       f.set_summary(StrCat(f.summary(), "; part of the link_flap on ", f.entity()));
     }
+  // An uneven spread on a switch that began while one of its links toward
+  // another switch was down or flapping is that link's doing: a link going
+  // down moves its load onto the switch's other links, and one coming back
+  // moves it again. (The imbalance detector does not judge such a switch
+  // while it knows of the link's fault, but it knows of a flap only from
+  // its second down, and the readings between a first down and a second
+  // show the moves.) The link's fault is the cause, the spread a sign of
+  // it. A link's finding names its end nearest the hosts, so a switch's
+  // links toward the tier above and a host's links (which move no load)
+  // never name a switch of the tier above.
+  struct Moved {
+    std::string device, link, kind;
+    int64_t from, to;
+  };
+  std::vector<Moved> moved;
+  for (const v1::Finding& f : findings)
+    if (const size_t slash = f.entity().find('/');
+        (f.kind() == "link_flap" || f.kind() == "link_down") && slash != std::string::npos)
+      moved.push_back({f.entity().substr(0, slash), f.entity(), f.kind(), f.start_us(), f.end_us()});
+  for (v1::Finding& f : findings) {
+    if (f.kind() != "ecmp_imbalance" || f.role() != "cause") continue;
+    for (const Moved& m : moved)
+      if (m.device == f.entity() && f.start_us() >= m.from && (m.to == 0 || f.start_us() <= m.to)) {
+        f.set_role("symptom");
+        f.set_confidence(f.confidence() * 0.35);
+        f.set_summary(StrCat(f.summary(), "; began while its link ", m.link, " was ",
+                             m.kind == "link_flap" ? "flapping" : "down", ", which moves load"));
+        break;
+      }
+  }
   // One entity's finding of one kind that cleared and came back is one
   // fault: one finding, from its first start to its last end, with the
   // evidence of its likeliest stretch.

@@ -468,6 +468,73 @@ TEST(DiagnoseTest, WithNoDegradationWhatBeganInTheWindowRanksBeforeAnOldEqualFin
   EXPECT_EQ(Diagnose(in).findings(0).entity(), "z1-rtsw02");
 }
 
+// A collision on a switch that began while its link toward a CTSW was
+// flapping is the flap's doing (a link down and back moves load), and
+// ranks after a collision on another switch, which is a cause of its own.
+// One there before the flap began stays a cause.
+TEST(DiagnoseTest, AnImbalanceThatBeganWhileItsSwitchsLinkFlappedIsTheFlapsSign) {
+  const int64_t t = 1'800'000'000'000'000;
+  DiagnoseInput in = TwoRackJobInput(t - 2'000'000, t + 15'000'000);
+  in.onset_only = true;
+  v1::Anomaly flap = Make(1, "link_flap", "z1-rtsw01/Ethernet8", t);
+  v1::Anomaly moved = Make(2, "ecmp_imbalance", "z1-rtsw01", t + 1'500'000, v1::SEVERITY_WARNING);
+  v1::Anomaly skew = Make(3, "ecmp_imbalance", "z1-rtsw02", t + 2'500'000, v1::SEVERITY_WARNING);
+  in.anomalies = {flap, moved, skew};
+  const v1::DiagnoseJobResponse d = Diagnose(in);
+  ASSERT_EQ(d.findings_size(), 3);
+  EXPECT_EQ(d.findings(0).kind(), "link_flap");
+  EXPECT_EQ(d.findings(1).entity(), "z1-rtsw02");
+  EXPECT_EQ(d.findings(1).role(), "cause");
+  EXPECT_EQ(d.findings(2).entity(), "z1-rtsw01");
+  EXPECT_EQ(d.findings(2).role(), "symptom");
+  EXPECT_NE(d.findings(2).summary().find("began while its link z1-rtsw01/Ethernet8 was flapping"), std::string::npos)
+      << d.findings(2).summary();
+  // Before the flap, the same collision is the hash's own.
+  in.anomalies[1].set_start_us(t - 1'000'000);
+  const v1::DiagnoseJobResponse before = Diagnose(in);
+  for (const auto& f : before.findings())
+    if (f.kind() == "ecmp_imbalance") EXPECT_EQ(f.role(), "cause") << f.entity();
+  // A host's link that flaps moves no load between a switch's uplinks.
+  in.anomalies[1].set_start_us(t + 1'500'000);
+  in.anomalies[0].set_entity("z1-r01-h1/mlx5_0");
+  const v1::DiagnoseJobResponse host_link = Diagnose(in);
+  ASSERT_EQ(host_link.findings_size(), 3);
+  for (const auto& f : host_link.findings())
+    if (f.kind() == "ecmp_imbalance") EXPECT_EQ(f.role(), "cause") << f.entity();
+}
+
+// A condition there before the window that cleared inside it and came back
+// did not begin in the window, however its second stretch is stamped: a
+// collision on a switch whose link went down for two seconds is the old
+// collision, not news beside a fault that began there.
+TEST(DiagnoseTest, OnsetOnlyTakesAConditionThatClearedAndCameBackAsTheOldOne) {
+  const int64_t t = 1'800'000'000'000'000;
+  DiagnoseInput in = TwoRackJobInput(t - 2'000'000, t + 15'000'000);
+  in.onset_only = true;
+  v1::Anomaly before = Make(1, "ecmp_imbalance", "z1-rtsw02", t - 30'000'000, v1::SEVERITY_WARNING);
+  before.set_end_us(t + 500'000);
+  v1::Anomaly again = Make(2, "ecmp_imbalance", "z1-rtsw02", t + 2'500'000, v1::SEVERITY_WARNING);
+  again.set_end_us(t + 8'000'000);
+  v1::Anomaly fault = Make(3, "ecmp_imbalance", "z1-rtsw01", t + 3'500'000, v1::SEVERITY_WARNING);
+  fault.set_end_us(t + 8'000'000);
+  in.anomalies = {before, again, fault};
+  const v1::DiagnoseJobResponse d = Diagnose(in);
+  ASSERT_EQ(d.findings_size(), 1);
+  EXPECT_EQ(d.findings(0).entity(), "z1-rtsw01");
+  // Its second stretch alone began in the window, and is listed, first.
+  in.anomalies = {again, fault};
+  const v1::DiagnoseJobResponse alone = Diagnose(in);
+  ASSERT_EQ(alone.findings_size(), 2);
+  EXPECT_EQ(alone.findings(0).entity(), "z1-rtsw02");
+  // Come back to last, it is the old condition, ongoing.
+  in.anomalies = {before, again, fault};
+  in.anomalies[1].set_end_us(0);
+  const v1::DiagnoseJobResponse lasting = Diagnose(in);
+  ASSERT_EQ(lasting.findings_size(), 2);
+  for (const auto& f : lasting.findings())
+    if (f.entity() == "z1-rtsw02") EXPECT_EQ(f.start_us(), t - 30'000'000) << "from its first start";
+}
+
 // The job has been slow since before the window (another fault): two
 // equally likely collisions overlap the slowdown, one there all along, one
 // that began in the window. The window is the question: the new one first.
