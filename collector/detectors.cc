@@ -1834,7 +1834,7 @@ void Detectors::DetectLatency(int64_t now_us, const FabricContext& context, std:
       if (!on_paths) continue;
       const auto tracked = active_.find(h.Key());
       const int64_t began = tracked != active_.end() ? tracked->second.anomaly.start_us() : h.start_us;
-      if (first_us > 0 && began < baseline_half_us) continue;
+      if (began < baseline_half_us) continue;
       if (began >= onset_us - kPreexistingUs && began <= onset_us + kLaterFindingUs) explained = true;
     }
     if (explained) continue;

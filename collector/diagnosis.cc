@@ -340,15 +340,18 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
   // findings are merged below: one there before the window that cleared
   // inside it and came back (a collision on a switch whose link went down
   // for two seconds) did not begin in the window.
+  std::vector<const v1::Anomaly*> touching;
   std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> condition;  // first start, last end
   for (const v1::Anomaly& a : in.anomalies) {
+    if (IsJobSymptomKind(a.kind()) || !Touches(in.footprint, a, in.job.id())) continue;
+    touching.push_back(&a);
     const auto [it, fresh] = condition.try_emplace({a.kind(), a.entity()}, a.start_us(), a.end_us());
     if (fresh) continue;
     it->second.first = std::min(it->second.first, a.start_us());
     it->second.second = it->second.second == 0 || a.end_us() == 0 ? 0 : std::max(it->second.second, a.end_us());
   }
-  for (const v1::Anomaly& a : in.anomalies) {
-    if (IsJobSymptomKind(a.kind()) || !Touches(in.footprint, a, in.job.id())) continue;
+  for (const v1::Anomaly* anomaly : touching) {
+    const v1::Anomaly& a = *anomaly;
     const auto [began, ended] = condition.at({a.kind(), a.entity()});
     const bool lasting = ended == 0 || ended >= in.window_end_us;
     if (in.onset_only && began < in.window_start_us && !lasting) continue;
@@ -422,29 +425,24 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
   // it. A link's finding names its end nearest the hosts, so a switch's
   // links toward the tier above and a host's links (which move no load)
   // never name a switch of the tier above.
-  struct Moved {
-    std::string device, link, kind;
-    int64_t from, to;
-  };
-  std::vector<Moved> moved;
+  std::vector<std::pair<std::string, const v1::Finding*>> moved;  // the link's device, its finding
   for (const v1::Finding& f : findings)
-    if (const size_t slash = f.entity().find('/');
-        (f.kind() == "link_flap" || f.kind() == "link_down") && slash != std::string::npos)
-      moved.push_back({f.entity().substr(0, slash), f.entity(), f.kind(), f.start_us(), f.end_us()});
+    if (f.kind() == "link_flap" || f.kind() == "link_down") moved.push_back({EntityDevice(f.entity()), &f});
   for (v1::Finding& f : findings) {
     if (f.kind() != "ecmp_imbalance" || f.role() != "cause") continue;
-    for (const Moved& m : moved)
-      if (m.device == f.entity() && f.start_us() >= m.from && (m.to == 0 || f.start_us() <= m.to)) {
+    for (const auto& [device, link] : moved)
+      if (device == f.entity() && f.start_us() >= link->start_us() &&
+          (link->end_us() == 0 || f.start_us() <= link->end_us())) {
         f.set_role("symptom");
         f.set_confidence(f.confidence() * 0.35);
-        f.set_summary(StrCat(f.summary(), "; began while its link ", m.link, " was ",
-                             m.kind == "link_flap" ? "flapping" : "down", ", which moves load"));
+        f.set_summary(StrCat(f.summary(), "; began while its link ", link->entity(), " was ",
+                             link->kind() == "link_flap" ? "flapping" : "down", ", which moves load"));
         break;
       }
   }
   // One entity's finding of one kind that cleared and came back is one
-  // fault: one finding, from its first start to its last end, with the
-  // evidence of its likeliest stretch.
+  // fault: one finding, from its first start to its last end (its
+  // condition, above), with the evidence of its likeliest stretch.
   {
     std::map<std::pair<std::string, std::string>, size_t> first;
     std::vector<v1::Finding> merged;
@@ -457,11 +455,10 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
         continue;
       }
       v1::Finding& kept = merged[it->second];
-      const int64_t start = std::min(kept.start_us(), f.start_us());
-      const int64_t end = kept.end_us() == 0 || f.end_us() == 0 ? 0 : std::max(kept.end_us(), f.end_us());
       if (f.confidence() > kept.confidence()) kept = std::move(f);
-      kept.set_start_us(start);
-      kept.set_end_us(end);
+      const auto [began, ended] = condition.at({kept.kind(), kept.entity()});
+      kept.set_start_us(began);
+      kept.set_end_us(ended);
     }
     findings = std::move(merged);
   }
