@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "common/clock.h"
 #include "common/stats.h"
@@ -89,6 +90,17 @@ double SeverityFactor(v1::Severity s) {
     case v1::SEVERITY_WARNING: return 0.92;
     default: return 0.85;
   }
+}
+
+// A symptom's confidence, as a share of what it would have as a cause.
+constexpr double kSymptomShare = 0.35;
+
+// A finding first judged a cause is the sign of another; `whose` says
+// which, appended to its summary.
+void MakeSign(v1::Finding& f, std::string_view whose) {
+  f.set_role("symptom");
+  f.set_confidence(f.confidence() * kSymptomShare);
+  f.set_summary(StrCat(f.summary(), "; ", whose));
 }
 
 }  // namespace
@@ -367,7 +379,7 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
     double c = BaseConfidence(a.kind()) * SeverityFactor(a.severity()) *
                (0.8 + 0.2 * std::clamp(a.magnitude(), 0.0, 1.0));
     const bool symptom = a.caused_by() != 0 && by_id.count(a.caused_by());
-    if (symptom) c *= 0.35;
+    if (symptom) c *= kSymptomShare;
     f.set_role(symptom ? "symptom" : "cause");
     c *= TimingFactor(out, a.start_us(), a.end_us(), in.window_start_us, in.window_end_us, 10'000'000);
     f.set_confidence(std::clamp(c, 0.0, 0.99));
@@ -410,11 +422,8 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
   for (const v1::Finding& f : findings)
     if (f.kind() == "link_flap" && f.role() == "cause") flapping.insert(f.entity());
   for (v1::Finding& f : findings)
-    if (f.kind() == "link_down" && f.role() == "cause" && flapping.count(f.entity())) {
-      f.set_role("symptom");
-      f.set_confidence(f.confidence() * 0.35);
-      f.set_summary(StrCat(f.summary(), "; part of the link_flap on ", f.entity()));
-    }
+    if (f.kind() == "link_down" && f.role() == "cause" && flapping.count(f.entity()))
+      MakeSign(f, StrCat("part of the link_flap on ", f.entity()));
   // An uneven spread on a switch that began while one of its links toward
   // another switch was down or flapping is that link's doing: a link going
   // down moves its load onto the switch's other links, and one coming back
@@ -433,10 +442,8 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
     for (const auto& [device, link] : moved)
       if (device == f.entity() && f.start_us() >= link->start_us() &&
           (link->end_us() == 0 || f.start_us() <= link->end_us())) {
-        f.set_role("symptom");
-        f.set_confidence(f.confidence() * 0.35);
-        f.set_summary(StrCat(f.summary(), "; began while its link ", link->entity(), " was ",
-                             link->kind() == "link_flap" ? "flapping" : "down", ", which moves load"));
+        MakeSign(f, StrCat("began while its link ", link->entity(), " was ",
+                           link->kind() == "link_flap" ? "flapping" : "down", ", which moves load"));
         break;
       }
   }
@@ -475,9 +482,7 @@ v1::DiagnoseJobResponse Diagnose(const DiagnoseInput& in) {
     if (f.role() != "cause" || slash == std::string::npos) continue;
     const std::string device = f.entity().substr(0, slash);
     if (!switch_wide.count({f.kind(), device})) continue;
-    f.set_role("symptom");
-    f.set_confidence(f.confidence() * 0.35);
-    f.set_summary(StrCat(f.summary(), "; part of the switch-wide ", f.kind(), " on ", device));
+    MakeSign(f, StrCat("part of the switch-wide ", f.kind(), " on ", device));
   }
   RankFindings(findings, in.window_start_us);
   for (auto& f : findings) *out.add_findings() = std::move(f);
