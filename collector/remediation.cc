@@ -10,6 +10,8 @@ namespace rocefab::collector {
 namespace {
 
 constexpr char kRemediationLog[] = "remediation";
+// Who automatic runs are recorded as, and how they are told apart.
+constexpr char kAutomaticWho[] = "rocefab-collectord";
 
 // The fabric as the collector itself sees it: its own queries, alerter and
 // topology, and the controller it polls.
@@ -77,6 +79,15 @@ class CollectorEnv final : public PlaybookEnv {
     std::unique_lock lock(mu_);
     return !cv_.wait_for(lock, std::chrono::microseconds(us), [this] { return stopping_; });
   }
+  // The audit record of the run under way: written at its first change,
+  // replaced as it goes on, and closed by Finish.
+  void Begin(AuditLog& audit, std::string who) {
+    audit_ = &audit;
+    who_ = std::move(who);
+    id_ = 0;
+  }
+  void Progress(const v1::PlaybookRun& run) override { Write(run); }
+  void Finish(const v1::PlaybookRun& run) { Write(run); }
 
  private:
   QueryService& query_;
@@ -87,6 +98,22 @@ class CollectorEnv final : public PlaybookEnv {
   std::mutex& mu_;
   std::condition_variable& cv_;
   const bool& stopping_;
+  AuditLog* audit_ = nullptr;
+  std::string who_;
+  uint64_t id_ = 0;  // 0 until the run's first record
+
+  void Write(v1::PlaybookRun run) {
+    if (audit_ == nullptr) return;
+    run.set_who(who_);
+    run.set_id(id_);
+    if (id_ != 0) {
+      if (auto s = audit_->Update(run); !s.ok())
+        LOG_ERROR(kRemediationLog, "recording the playbook run: ", s.message());
+      return;
+    }
+    if (auto id = audit_->Record(run); id.ok()) id_ = *id;
+    else LOG_ERROR(kRemediationLog, "recording the playbook run: ", id.status().message());
+  }
 };
 
 }  // namespace
@@ -127,6 +154,12 @@ AutoRemediator::AutoRemediator(std::vector<AutoRunRule> rules, Store& store, Que
 AutoRemediator::~AutoRemediator() { Stop(); }
 
 void AutoRemediator::Start() {
+  // Runs a previous collector left under way: they are over.
+  if (auto n = store_.audit().CloseInterrupted(kAutomaticWho, clock_.NowUs()); !n.ok())
+    LOG_ERROR(kRemediationLog, "closing interrupted playbook runs: ", n.status().message());
+  else if (*n > 0)
+    LOG_WARN(kRemediationLog, *n, " automatic playbook run(s) were under way when the collector last stopped: "
+             "marked interrupted (rocefab playbook runs)");
   if (!rules_.empty()) worker_ = std::thread([this] { Loop(); });
 }
 
@@ -173,12 +206,11 @@ void AutoRemediator::Loop() {
     queue_.pop_front();
     lock.unlock();
     LOG_INFO(kRemediationLog, "running playbook ", job.rule->playbook.name(), " on ", job.target, " (alert ", job.fingerprint, ")");
-    v1::PlaybookRun run = RunPlaybook(job.rule->playbook, job.target, false, env);
-    run.set_who(StrCat("rocefab-collectord (automatic, alert ", job.fingerprint, ")"));
+    env.Begin(store_.audit(), StrCat(kAutomaticWho, " (automatic, alert ", job.fingerprint, ")"));
+    const v1::PlaybookRun run = RunPlaybook(job.rule->playbook, job.target, false, env);
     for (const auto& line : run.log()) LOG_INFO(kRemediationLog, job.rule->playbook.name(), ": ", line);
     LOG_INFO(kRemediationLog, "playbook ", job.rule->playbook.name(), " on ", job.target, ": ", run.result());
-    if (auto id = store_.audit().Record(run); !id.ok())
-      LOG_ERROR(kRemediationLog, "recording the playbook run: ", id.status().message());
+    env.Finish(run);
     lock.lock();
   }
 }

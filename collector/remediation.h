@@ -3,9 +3,11 @@
 // collector config's `remediation.auto_run`), with rate limits: at most
 // `max_runs_per_hour` runs of a playbook, and one run per target per
 // `cooldown`. Runs go one at a time on a worker thread; each is recorded in
-// the playbook audit log like a manual `rocefab playbook run`. A stop
-// cancels a running playbook between two polls; the run is recorded as
-// "cancelled".
+// the playbook audit log like a manual `rocefab playbook run`, from its
+// first change on ("running", with what it changed so far) rather than only
+// once its verification is over. A stop cancels a running playbook between
+// two polls; the run is recorded as "cancelled". A run a crashed collector
+// left "running" is marked "interrupted" when the next one starts.
 
 #include <condition_variable>
 #include <deque>

@@ -281,6 +281,43 @@ TEST_F(StoreTest, AuditLogNumbersRunsAndListsNewestFirst) {
   EXPECT_EQ((*runs)[1].started_us(), 1001);
 }
 
+TEST_F(StoreTest, AuditLogReplacesARunUnderWayAndClosesThoseAStoppedProcessLeft) {
+  v1::PlaybookRun run;
+  run.set_who("rocefab-collectord (automatic, alert link_flap|z1-rtsw07/Ethernet72|4737)");
+  run.set_result("running");
+  run.add_changes("drained link z1-rtsw07/Ethernet72");
+  auto id = store_->audit().Record(run);
+  ASSERT_TRUE(id.ok()) << id.status();
+  run.set_id(*id);
+  run.add_changes("silence 1 on z1-rtsw07/Ethernet72");
+  ASSERT_TRUE(store_->audit().Update(run).ok());
+  v1::PlaybookRun manual;  // a person's run, under way in their terminal
+  manual.set_who("alice@ops1");
+  manual.set_result("running");
+  ASSERT_TRUE(store_->audit().Record(manual).ok());
+  v1::PlaybookRun done = run;  // an earlier automatic run that ended
+  done.set_result("succeeded");
+  ASSERT_TRUE(store_->audit().Record(done).ok());
+
+  auto closed = store_->audit().CloseInterrupted("rocefab-collectord", 9000);
+  ASSERT_TRUE(closed.ok()) << closed.status();
+  EXPECT_EQ(*closed, 1);
+  auto runs = store_->audit().List(0);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 3u) << "replaced in place, not added";
+  const v1::PlaybookRun& first = (*runs)[2];
+  EXPECT_EQ(first.result(), "interrupted");
+  EXPECT_EQ(first.ended_us(), 9000);
+  EXPECT_EQ(first.changes_size(), 2) << "what it changed stays listed";
+  EXPECT_EQ((*runs)[1].result(), "running") << "another's run is not ours to close";
+  EXPECT_EQ((*runs)[0].result(), "succeeded");
+  EXPECT_EQ(store_->audit().CloseInterrupted("rocefab-collectord", 9001).value_or(-1), 0) << "once";
+
+  v1::PlaybookRun unknown;
+  unknown.set_id(99);
+  EXPECT_EQ(store_->audit().Update(unknown).code(), absl::StatusCode::kNotFound);
+}
+
 TEST(StoreOpen, AReadOnlyStoreReadsTheRecordsAndRefusesWrites) {
   testing::TempDir dir;
   {

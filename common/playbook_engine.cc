@@ -199,7 +199,13 @@ v1::PlaybookRun RunPlaybook(const v1::Playbook& pb, const std::string& target, b
   }
   bool failed = false;
   for (const auto& s : pb.steps()) {
-    if (act(s)) continue;
+    if (act(s)) {
+      if (!dry_run) {
+        run.set_result("running");
+        env.Progress(run);
+      }
+      continue;
+    }
     if (!dry_run) return finish("failed");
     failed = true;
   }

@@ -37,6 +37,10 @@ class PlaybookEnv {
   // Waits between two polls of a verification. False when the run must stop
   // (the daemon is shutting down): the run ends as "cancelled".
   virtual bool Pause(int64_t us) = 0;
+  // A real run's state so far (result "running"), after each step that
+  // succeeded: an audit log shows a change the moment it is made, not only
+  // once verification, which can wait minutes, is over.
+  virtual void Progress(const v1::PlaybookRun& run) { (void)run; }
 };
 
 // Loads and checks a playbook YAML; every problem is reported.

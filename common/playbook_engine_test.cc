@@ -59,7 +59,14 @@ class FakeEnv final : public PlaybookEnv {
     now += us;
     return true;
   }
+  void Progress(const v1::PlaybookRun& run) override { progress.push_back({run, diagnose_calls}); }
   int diagnoses() const { return diagnose_calls; }
+
+  struct Reported {
+    v1::PlaybookRun run;
+    int diagnoses_before;
+  };
+  std::vector<Reported> progress;
 
   bool stopping = false;
   int diagnose_calls = 0;
@@ -86,6 +93,15 @@ TEST(PlaybookEngine, DrainsAConfirmedFlappingFabricLinkAndWaitsForTheJobs) {
   EXPECT_EQ(run.changes(0), "drained link z1-rtsw03/Ethernet44 (desired generation 7)");
   EXPECT_NE(run.log(run.log_size() - 1).find("rocefab undrain link z1-rtsw03/Ethernet44"), std::string::npos);
   EXPECT_GT(run.ended_us(), run.started_us()) << "it polled the job until healthy";
+  // The drain was reported the moment it was made, before the wait for the
+  // jobs began; then the silence.
+  ASSERT_EQ(env.progress.size(), 2u);
+  EXPECT_EQ(env.progress[0].run.result(), "running");
+  EXPECT_EQ(env.progress[0].diagnoses_before, 0);
+  ASSERT_EQ(env.progress[0].run.changes_size(), 1);
+  EXPECT_EQ(env.progress[0].run.changes(0), run.changes(0));
+  EXPECT_EQ(env.progress[1].run.changes_size(), 2);
+  EXPECT_EQ(env.progress[1].diagnoses_before, 0);
 }
 
 TEST(PlaybookEngine, RefusesWithoutTheAnomalyOrOnAHostPortAndChangesNothing) {
@@ -96,6 +112,7 @@ TEST(PlaybookEngine, RefusesWithoutTheAnomalyOrOnAHostPortAndChangesNothing) {
   EXPECT_EQ(RunPlaybook(Shipped(), "z1-r03-h1/mlx5_3", false, host).result(), "refused");
   EXPECT_FALSE(env.drained || host.drained);
   EXPECT_EQ(env.silences + host.silences, 0u);
+  EXPECT_TRUE(env.progress.empty() && host.progress.empty()) << "nothing under way to report";
 }
 
 TEST(PlaybookEngine, DryRunDescribesAndAFailedDrainStopsTheRun) {
@@ -104,6 +121,7 @@ TEST(PlaybookEngine, DryRunDescribesAndAFailedDrainStopsTheRun) {
   EXPECT_EQ(run.result(), "dry_run");
   EXPECT_FALSE(dry.drained);
   EXPECT_EQ(run.changes_size(), 0);
+  EXPECT_TRUE(dry.progress.empty()) << "a dry run changes nothing, so reports nothing under way";
   bool capacity_shown = false;
   for (const auto& line : run.log()) capacity_shown |= line.find("capacity check passes; it would push 2") != std::string::npos;
   EXPECT_TRUE(capacity_shown) << run.DebugString();

@@ -1,6 +1,9 @@
 #include "collector/store/audit_log.h"
 
+#include <sqlite3.h>
+
 #include "common/sqlite.h"
+#include "common/strings.h"
 
 namespace rocefab::collector {
 
@@ -16,6 +19,43 @@ absl::StatusOr<uint64_t> AuditLog::Record(v1::PlaybookRun run) {
   if (auto s = put.Bind(1, sqlite::ToDb(run.id())).Bind(2, run.started_us()).BindBlob(3, blob).Run(); !s.ok())
     return s;
   return run.id();
+}
+
+absl::Status AuditLog::Update(const v1::PlaybookRun& run) {
+  if (auto s = db_.Writable(); !s.ok()) return s;
+  std::lock_guard lock(*db_.writer_mu);
+  const std::string blob = run.SerializeAsString();
+  sqlite::Stmt put(db_.writer, "UPDATE playbook_runs SET proto = ?2 WHERE id = ?1");
+  if (auto s = put.Bind(1, sqlite::ToDb(run.id())).BindBlob(2, blob).Run(); !s.ok()) return s;
+  if (sqlite3_changes(db_.writer) == 0) return absl::NotFoundError(StrCat("no playbook run ", run.id()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> AuditLog::CloseInterrupted(std::string_view who_prefix, int64_t now_us) {
+  if (auto s = db_.Writable(); !s.ok()) return s;
+  std::vector<v1::PlaybookRun> open;
+  {
+    std::lock_guard lock(*db_.writer_mu);
+    sqlite::Stmt stmt(db_.writer, "SELECT proto FROM playbook_runs ORDER BY id");
+    if (!stmt.ok()) return stmt.status();
+    for (;;) {
+      auto row = stmt.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      v1::PlaybookRun run;
+      const std::string_view blob = stmt.Blob(0);
+      if (run.ParseFromArray(blob.data(), static_cast<int>(blob.size())) && run.result() == "running" &&
+          run.who().starts_with(who_prefix))
+        open.push_back(std::move(run));
+    }
+  }
+  for (v1::PlaybookRun& run : open) {
+    run.set_result("interrupted");
+    run.set_ended_us(now_us);
+    run.add_log("interrupted: the process running it stopped before it ended; the changes above stay in effect");
+    if (auto s = Update(run); !s.ok()) return s;
+  }
+  return static_cast<int>(open.size());
 }
 
 absl::StatusOr<std::vector<v1::PlaybookRun>> AuditLog::List(uint32_t limit) {

@@ -3,6 +3,7 @@
 // automatic, with its steps and outcome. Append-only. Any thread.
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,6 +26,14 @@ CREATE TABLE IF NOT EXISTS playbook_runs(
 
   // Stores the run under the next id and returns it.
   absl::StatusOr<uint64_t> Record(v1::PlaybookRun run);
+  // Replaces the run stored under run.id(): a run under way, recorded when
+  // it made its first change, as it goes on and when it ends. NotFound
+  // when no run has that id.
+  absl::Status Update(const v1::PlaybookRun& run);
+  // Runs left "running" by a process that stopped before they ended, among
+  // those whose `who` starts with `who_prefix`, become "interrupted" at
+  // `now_us`; their changes stay listed. Returns how many.
+  absl::StatusOr<int> CloseInterrupted(std::string_view who_prefix, int64_t now_us);
   // Newest first; `limit` 0 means 20.
   absl::StatusOr<std::vector<v1::PlaybookRun>> List(uint32_t limit);
 

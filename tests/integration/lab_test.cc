@@ -462,6 +462,16 @@ TEST(Lab, FlappingFabricLinkIsDrainedAutomaticallyAndTheJobRecovers) {
   EXPECT_GT(drained_at, 20.0);
   EXPECT_LT(drained_at, 35.0) << "two flaps confirm it; the drain follows within seconds";
   EXPECT_NE(out.find("succeeded  drained link z1-rtsw07/Ethernet72"), std::string::npos) << out;
+  // Recorded at the drain as "running", then that same record closed: one
+  // run in the audit log, not two.
+  const size_t runs_at = out.find("$ rocefab playbook runs");
+  ASSERT_NE(runs_at, std::string::npos) << out;
+  const std::string runs = out.substr(runs_at, out.find("$ rocefab", runs_at + 1) - runs_at);
+  int listed = 0;
+  std::istringstream run_lines(runs);
+  for (std::string line; std::getline(run_lines, line);) listed += line.find("drain_flapping_link") != std::string::npos;
+  EXPECT_EQ(listed, 1) << runs;
+  EXPECT_EQ(runs.find("running"), std::string::npos) << runs;
 
   int stalls_before = 0, stalls_after = 0, n_base = 0, n_after = 0;
   double base = 0, after = 0;
