@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "common/playbook_engine.h"
@@ -21,6 +23,8 @@ namespace {
 absl::Status FromGrpc(const grpc::Status& s, const std::string& who) {
   return s.ok() ? absl::OkStatus() : absl::UnavailableError(StrCat(who, ": ", s.error_message()));
 }
+
+volatile std::sig_atomic_t g_interrupted = 0;
 
 // The fabric as the collector and the controller show it.
 class GrpcEnv final : public PlaybookEnv {
@@ -95,8 +99,35 @@ class GrpcEnv final : public PlaybookEnv {
   }
   int64_t NowUs() override { return SystemClock::Instance().NowUs(); }
   bool Pause(int64_t us) override {
-    std::this_thread::sleep_for(std::chrono::microseconds(us));
-    return true;
+    // In slices, so that Ctrl-C ends a verification within a tenth of a second.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+    while (!Stopping()) {
+      const auto left = until - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) return true;
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(100)));
+    }
+    return false;
+  }
+  bool Stopping() override { return g_interrupted != 0; }
+  // The run is in the collector's audit log from its first change: another
+  // operator sees it under way. The final Record replaces that record.
+  void Progress(const v1::PlaybookRun& run) override {
+    if (auto s = Record(run); !s.ok() && progress_error_.empty()) progress_error_ = std::string(s.status().message());
+  }
+  // Why the run could not be recorded while under way; empty when it was.
+  const std::string& progress_error() const { return progress_error_; }
+  // Records the run, or replaces its record once it has one.
+  absl::StatusOr<uint64_t> Record(v1::PlaybookRun run) {
+    run.set_who(who_);
+    run.set_id(record_id_);
+    v1::RecordPlaybookRunRequest req;
+    *req.mutable_run() = std::move(run);
+    v1::RecordPlaybookRunResponse resp;
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, g_);
+    if (auto s = FromGrpc(query_->RecordPlaybookRun(&ctx, req, &resp), "collector"); !s.ok()) return s;
+    record_id_ = resp.id();
+    return record_id_;
   }
   v1::Query::Stub& query() { return *query_; }
 
@@ -107,6 +138,33 @@ class GrpcEnv final : public PlaybookEnv {
   std::unique_ptr<v1::Query::Stub> query_;
   std::unique_ptr<v1::Controller::Stub> controller_;
   std::shared_ptr<const Topology> topology_;
+  uint64_t record_id_ = 0;  // the run's audit record, once it has one
+  std::string progress_error_;
+};
+
+// Ctrl-C (or SIGTERM) during a real run: no further step starts, a
+// verification stops waiting, and the run is recorded as cancelled. A
+// second one ends the process at once (SA_RESETHAND).
+class InterruptsCancelTheRun {
+ public:
+  InterruptsCancelTheRun() {
+    g_interrupted = 0;
+    struct sigaction sa = {};
+    sa.sa_handler = [](int) { g_interrupted = 1; };
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~InterruptsCancelTheRun() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  InterruptsCancelTheRun(const InterruptsCancelTheRun&) = delete;
+  InterruptsCancelTheRun& operator=(const InterruptsCancelTheRun&) = delete;
+
+ private:
+  struct sigaction old_int_ = {}, old_term_ = {};
 };
 
 // user@host, a claim (see ClaimedUser).
@@ -151,22 +209,22 @@ int RunPlaybookRun(const GlobalOptions& g, const ControlOptions& c, const Playbo
     err << "rocefab: " << s.message() << "\n";
     return 2;
   }
-  v1::PlaybookRun run = RunPlaybook(*pb, o.target, o.dry_run, env);
-  run.set_who(ClaimedUserAtHost());
+  std::optional<InterruptsCancelTheRun> interrupts;
+  if (!o.dry_run) interrupts.emplace();
+  const v1::PlaybookRun run = RunPlaybook(*pb, o.target, o.dry_run, env);
+  interrupts.reset();
   // Every run is audited, refused and dry ones too.
-  v1::RecordPlaybookRunRequest req;
-  *req.mutable_run() = run;
-  v1::RecordPlaybookRunResponse resp;
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx, g);
-  const grpc::Status recorded = env.query().RecordPlaybookRun(&ctx, req, &resp);
+  const absl::StatusOr<uint64_t> recorded = env.Record(run);
   out << "playbook " << run.playbook() << " on " << run.target() << (run.dry_run() ? " (dry run)" : "") << "\n";
   for (const auto& line : run.log()) out << "  " << line << "\n";
   out << "result: " << run.result();
-  if (recorded.ok()) out << " (audit record " << resp.id() << ": rocefab playbook runs)\n";
+  if (recorded.ok()) out << " (audit record " << *recorded << ": rocefab playbook runs)\n";
   else out << "\n";
+  if (!env.progress_error().empty())
+    err << "rocefab: the run under way could not be recorded in the collector's audit log: " << env.progress_error()
+        << "\n";
   if (!recorded.ok()) err << "rocefab: the run could not be recorded in the collector's audit log: "
-                          << recorded.error_message() << "\n";
+                          << recorded.status().message() << "\n";
   if (run.result() == "succeeded" || run.result() == "dry_run") return recorded.ok() ? 0 : 1;
   return 1;
 }

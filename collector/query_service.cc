@@ -18,6 +18,8 @@ grpc::Status ToGrpc(const absl::Status& status) {
   if (absl::IsAlreadyExists(status)) code = grpc::StatusCode::ALREADY_EXISTS;
   else if (absl::IsNotFound(status)) code = grpc::StatusCode::NOT_FOUND;
   else if (absl::IsInvalidArgument(status)) code = grpc::StatusCode::INVALID_ARGUMENT;
+  else if (absl::IsFailedPrecondition(status)) code = grpc::StatusCode::FAILED_PRECONDITION;
+  else if (absl::IsPermissionDenied(status)) code = grpc::StatusCode::PERMISSION_DENIED;
   return grpc::Status(code, std::string(status.message()));
 }
 
@@ -310,6 +312,12 @@ grpc::Status QueryService::RecordPlaybookRun(grpc::ServerContext* context, const
   if (run.playbook().empty() || run.result().empty())
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a playbook run needs its playbook and result");
   run.set_who(AuditName(who, run.who()));
+  if (run.id() != 0) {
+    // A run under way, continued or ended by whoever recorded it.
+    if (auto s = store_.audit().Update(run); !s.ok()) return ToGrpc(s);
+    response->set_id(run.id());
+    return grpc::Status::OK;
+  }
   auto id = store_.audit().Record(std::move(run));
   if (!id.ok()) return ToGrpc(id.status());
   response->set_id(*id);

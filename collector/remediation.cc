@@ -79,6 +79,10 @@ class CollectorEnv final : public PlaybookEnv {
     std::unique_lock lock(mu_);
     return !cv_.wait_for(lock, std::chrono::microseconds(us), [this] { return stopping_; });
   }
+  bool Stopping() override {
+    std::lock_guard lock(mu_);
+    return stopping_;
+  }
   // The audit record of the run under way: written at its first change,
   // replaced as it goes on, and closed by Finish.
   void Begin(AuditLog& audit, std::string who) {

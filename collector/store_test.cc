@@ -316,6 +316,15 @@ TEST_F(StoreTest, AuditLogReplacesARunUnderWayAndClosesThoseAStoppedProcessLeft)
   v1::PlaybookRun unknown;
   unknown.set_id(99);
   EXPECT_EQ(store_->audit().Update(unknown).code(), absl::StatusCode::kNotFound);
+  // What has ended stays as it ended; a run under way is its recorder's.
+  v1::PlaybookRun rewrite = (*runs)[0];
+  rewrite.set_result("failed");
+  EXPECT_EQ(store_->audit().Update(rewrite).code(), absl::StatusCode::kFailedPrecondition);
+  v1::PlaybookRun taken = (*runs)[1];
+  taken.set_who("rocefab-collectord (automatic, alert x)");
+  taken.set_result("succeeded");
+  EXPECT_EQ(store_->audit().Update(taken).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(store_->audit().List(0)->at(1).result(), "running");
 }
 
 TEST(StoreOpen, AReadOnlyStoreReadsTheRecordsAndRefusesWrites) {

@@ -132,7 +132,7 @@ v1::PlaybookRun RunPlaybook(const v1::Playbook& pb, const std::string& target, b
         }
         if (!env.Pause(2'000'000)) {
           cancelled = true;
-          log(StrCat("cancelled while waiting for ", unhealthy, ": the daemon is stopping"));
+          log(StrCat("cancelled while waiting for ", unhealthy, ": the run was stopped"));
           return false;
         }
       }
@@ -198,7 +198,13 @@ v1::PlaybookRun RunPlaybook(const v1::Playbook& pb, const std::string& target, b
     refused = true;
   }
   bool failed = false;
-  for (const auto& s : pb.steps()) {
+  for (int i = 0; i < pb.steps_size(); ++i) {
+    const v1::PlaybookStep& s = pb.steps(i);
+    if (!dry_run && env.Stopping()) {
+      log(StrCat("cancelled before step ", i + 1, " (", s.action(),
+                 "): the run was stopped, and no step from this one on ran"));
+      return finish("cancelled");
+    }
     if (act(s)) {
       if (!dry_run) {
         run.set_result("running");

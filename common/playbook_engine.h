@@ -35,8 +35,12 @@ class PlaybookEnv {
   virtual absl::StatusOr<bool> IsFabricLink(const std::string& port) = 0;
   virtual int64_t NowUs() = 0;
   // Waits between two polls of a verification. False when the run must stop
-  // (the daemon is shutting down): the run ends as "cancelled".
+  // (the daemon is shutting down, the operator pressed Ctrl-C): the run ends
+  // as "cancelled".
   virtual bool Pause(int64_t us) = 0;
+  // True once the run must stop: no further step starts, and the run ends
+  // as "cancelled" with what it changed so far.
+  virtual bool Stopping() { return false; }
   // A real run's state so far (result "running"), after each step that
   // succeeded: an audit log shows a change the moment it is made, not only
   // once verification, which can wait minutes, is over.

@@ -54,6 +54,7 @@ class FakeEnv final : public PlaybookEnv {
   absl::StatusOr<uint64_t> Silence(const std::string&, int64_t, const std::string&) override { return ++silences; }
   absl::StatusOr<bool> IsFabricLink(const std::string& port) override { return port.find("rtsw") != std::string::npos; }
   int64_t NowUs() override { return now++; }  // a clock that moves between reads
+  bool Stopping() override { return stop_before_steps; }
   bool Pause(int64_t us) override {
     if (stopping) return false;  // a stopping daemon returns at once
     now += us;
@@ -68,7 +69,7 @@ class FakeEnv final : public PlaybookEnv {
   };
   std::vector<Reported> progress;
 
-  bool stopping = false;
+  bool stopping = false, stop_before_steps = false;
   int diagnose_calls = 0;
   bool flapping = true, capacity = true, drained = false;
   int polls_after_drain = 0;
@@ -175,6 +176,23 @@ TEST(PlaybookEngine, AStopDuringVerificationCancelsTheRunInsteadOfSpinning) {
   EXPECT_TRUE(env.drained) << "what was changed stays, and is listed";
   EXPECT_EQ(run.changes_size(), 2);
   EXPECT_NE(run.log(run.log_size() - 1).find("cancelled"), std::string::npos);
+}
+
+TEST(PlaybookEngine, AStopBeforeTheStepsChangesNothing) {
+  // Ctrl-C while the preconditions were checked: the drain must not follow.
+  FakeEnv env;
+  env.stop_before_steps = true;
+  const auto run = RunPlaybook(Shipped(), "z1-rtsw03/Ethernet44", false, env);
+  EXPECT_EQ(run.result(), "cancelled");
+  EXPECT_FALSE(env.drained);
+  EXPECT_EQ(env.silences, 0u);
+  EXPECT_EQ(run.changes_size(), 0);
+  EXPECT_NE(run.log(run.log_size() - 1).find("cancelled before step 1 (drain_link)"), std::string::npos)
+      << run.DebugString();
+  // A dry run changes nothing either way, and previews to the end.
+  FakeEnv dry;
+  dry.stop_before_steps = true;
+  EXPECT_EQ(RunPlaybook(Shipped(), "z1-rtsw03/Ethernet44", true, dry).result(), "dry_run");
 }
 
 TEST(PlaybookLoad, NamesEveryProblem) {

@@ -1,7 +1,5 @@
 #include "collector/store/audit_log.h"
 
-#include <sqlite3.h>
-
 #include "common/sqlite.h"
 #include "common/strings.h"
 
@@ -24,11 +22,24 @@ absl::StatusOr<uint64_t> AuditLog::Record(v1::PlaybookRun run) {
 absl::Status AuditLog::Update(const v1::PlaybookRun& run) {
   if (auto s = db_.Writable(); !s.ok()) return s;
   std::lock_guard lock(*db_.writer_mu);
+  sqlite::Stmt get(db_.writer, "SELECT proto FROM playbook_runs WHERE id = ?1");
+  get.Bind(1, sqlite::ToDb(run.id()));
+  auto row = get.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return absl::NotFoundError(StrCat("no playbook run ", run.id()));
+  v1::PlaybookRun stored;
+  const std::string_view old = get.Blob(0);
+  if (!stored.ParseFromArray(old.data(), static_cast<int>(old.size())))
+    return absl::DataLossError(StrCat("playbook run ", run.id(), " is unreadable"));
+  // The log stays append-only for what has ended, and a run is continued
+  // only by whoever recorded it.
+  if (stored.result() != "running")
+    return absl::FailedPreconditionError(StrCat("playbook run ", run.id(), " has ended (", stored.result(), ")"));
+  if (stored.who() != run.who())
+    return absl::PermissionDeniedError(StrCat("playbook run ", run.id(), " is ", stored.who(), "'s"));
   const std::string blob = run.SerializeAsString();
   sqlite::Stmt put(db_.writer, "UPDATE playbook_runs SET proto = ?2 WHERE id = ?1");
-  if (auto s = put.Bind(1, sqlite::ToDb(run.id())).BindBlob(2, blob).Run(); !s.ok()) return s;
-  if (sqlite3_changes(db_.writer) == 0) return absl::NotFoundError(StrCat("no playbook run ", run.id()));
-  return absl::OkStatus();
+  return put.Bind(1, sqlite::ToDb(run.id())).BindBlob(2, blob).Run();
 }
 
 absl::StatusOr<int> AuditLog::CloseInterrupted(std::string_view who_prefix, int64_t now_us) {

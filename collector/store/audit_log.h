@@ -1,6 +1,7 @@
 #pragma once
 // The playbook audit log: every playbook run, dry or real, manual or
-// automatic, with its steps and outcome. Append-only. Any thread.
+// automatic, with its steps and outcome. Append-only, but for a run under
+// way, which its recorder replaces until it ends. Any thread.
 
 #include <cstdint>
 #include <string_view>
@@ -27,8 +28,10 @@ CREATE TABLE IF NOT EXISTS playbook_runs(
   // Stores the run under the next id and returns it.
   absl::StatusOr<uint64_t> Record(v1::PlaybookRun run);
   // Replaces the run stored under run.id(): a run under way, recorded when
-  // it made its first change, as it goes on and when it ends. NotFound
-  // when no run has that id.
+  // it made its first change, as it goes on and when it ends. Only a run
+  // still "running", and only by the same `who`: NotFound when no run has
+  // that id, FailedPrecondition when it has ended, PermissionDenied when it
+  // is another's. What has ended is never changed.
   absl::Status Update(const v1::PlaybookRun& run);
   // Runs left "running" by a process that stopped before they ended, among
   // those whose `who` starts with `who_prefix`, become "interrupted" at

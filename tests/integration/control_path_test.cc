@@ -312,6 +312,77 @@ TEST_F(ControlPath, ADrainDuringARolloutAnswersInUnderASecondAndAbortRollsBack) 
   EXPECT_TRUE(oscar_drained) << "the audit log names the certificate's identity: " << out;
 }
 
+// A manual playbook run through the real CLI, collector and controller: it
+// is one audit record, written at its first change and closed when it ends.
+// Over the RPC, a run under way is continued only by the identity that
+// recorded it, and a run that has ended is never changed.
+TEST_F(ControlPath, APlaybookRunIsOneAuditRecordThatOnlyItsRecorderContinues) {
+  testing::WriteFile(dir_ / "drain_now.yaml", R"(name: drain_now
+description: drain a link, then check the jobs
+target: a fabric link
+steps:
+  - {action: drain_link, reason: "optic"}
+verify:
+  - {check: jobs_healthy, timeout: 10s, window: 5s}
+)");
+  std::vector<std::string> run = {BinDir() + "/rocefab", "--controller", controller_address_, "--collector",
+                                  collector_address_, "playbook", "run", dir_ / "drain_now.yaml", "--target",
+                                  "z1-rtsw01/Ethernet8"};
+  for (const auto& flag : ca_.Flags("oscar")) run.push_back(flag);
+  std::string out, err;
+  ASSERT_EQ(testing::RunCommand(run, &out, &err), 0) << out << err;
+  EXPECT_NE(out.find("result: succeeded (audit record 1:"), std::string::npos) << out;
+
+  auto stub_as = [&](const std::string& identity) {
+    grpc::SslCredentialsOptions options;
+    options.pem_root_certs = testing::ReadFile(ca_.ca());
+    options.pem_private_key = testing::ReadFile(ca_.key(identity));
+    options.pem_cert_chain = testing::ReadFile(ca_.cert(identity));
+    return v1::Query::NewStub(grpc::CreateChannel(collector_address_, grpc::SslCredentials(options)));
+  };
+  auto oscar = stub_as("oscar"), ada = stub_as("ada");
+  auto list = [&] {
+    grpc::ClientContext ctx;
+    v1::ListPlaybookRunsResponse resp;
+    EXPECT_TRUE(oscar->ListPlaybookRuns(&ctx, v1::ListPlaybookRunsRequest(), &resp).ok());
+    return resp;
+  };
+  v1::ListPlaybookRunsResponse runs = list();
+  ASSERT_EQ(runs.runs_size(), 1) << "recorded under way, then that record closed: " << runs.DebugString();
+  EXPECT_EQ(runs.runs(0).result(), "succeeded");
+  EXPECT_EQ(runs.runs(0).who(), "oscar") << "the certificate's identity";
+  ASSERT_EQ(runs.runs(0).changes_size(), 1);
+  EXPECT_NE(runs.runs(0).changes(0).find("drained link z1-rtsw01/Ethernet8"), std::string::npos);
+
+  auto record = [](v1::Query::Stub& stub, const v1::PlaybookRun& r, uint64_t* id) {
+    grpc::ClientContext ctx;
+    v1::RecordPlaybookRunRequest req;
+    *req.mutable_run() = r;
+    v1::RecordPlaybookRunResponse resp;
+    const grpc::Status s = stub.RecordPlaybookRun(&ctx, req, &resp);
+    if (id != nullptr) *id = resp.id();
+    return s.error_code();
+  };
+  v1::PlaybookRun under_way;
+  under_way.set_playbook("drain_now");
+  under_way.set_target("z1-rtsw01/Ethernet12");
+  under_way.set_result("running");
+  uint64_t id = 0;
+  ASSERT_EQ(record(*oscar, under_way, &id), grpc::StatusCode::OK);
+  EXPECT_EQ(id, 2u);
+  under_way.set_id(id);
+  under_way.set_result("succeeded");
+  EXPECT_EQ(record(*ada, under_way, nullptr), grpc::StatusCode::PERMISSION_DENIED) << "oscar's run, not ada's";
+  EXPECT_EQ(record(*oscar, under_way, nullptr), grpc::StatusCode::OK);
+  under_way.set_result("failed");
+  EXPECT_EQ(record(*oscar, under_way, nullptr), grpc::StatusCode::FAILED_PRECONDITION) << "it has ended";
+  under_way.set_id(77);
+  EXPECT_EQ(record(*oscar, under_way, nullptr), grpc::StatusCode::NOT_FOUND);
+  runs = list();
+  ASSERT_EQ(runs.runs_size(), 2) << runs.DebugString();
+  EXPECT_EQ(runs.runs(0).result(), "succeeded") << "as it ended";
+}
+
 // What each RPC needs, written out here (not taken from common/authz.cc), so
 // that a change to the server's table shows up as a failure.
 struct MethodRule {
