@@ -1179,6 +1179,41 @@ TEST_F(EcmpImbalanceTest, AQueueOfACollisionThatReadsEvenForAMomentIsStillTheCol
   EXPECT_NE(Active("ecn_hotspot", kUplinks[0]), nullptr);
 }
 
+// Loss on a spine one uplink reaches (go-back-N) distorts what every
+// uplink carries, so the group is not judged while it lasts; but routes did
+// not move, and the collided uplink, still deep on its own account, is
+// still the collision's. It holds, rather than closing and coming back as
+// a hot spot of the same queue. Once that queue drains, it clears.
+TEST_F(EcmpImbalanceTest, ACollisionHoldsThroughLossBeyondItWhileItsLinkStillQueues) {
+  const auto* collision = CollideWithTheNicPaused();
+  ASSERT_NE(collision, nullptr);
+  const uint64_t id = collision->id();
+  const char* kDropping = "z1-ctsw02/Ethernet0";
+  fabric_.Set(v1::SCOPE_QUEUE, kDropping, "queue_drops", 0, std::nullopt, 3);
+  fabric_.Set(v1::SCOPE_QUEUE, kDropping, "queue_tx_packets", 0, std::nullopt, 3);
+  for (int s = 6; s < 14; ++s) {  // longer than clear_after
+    fabric_.Add(v1::SCOPE_QUEUE, kDropping, "queue_drops", 20'000, std::nullopt, 3);
+    fabric_.Add(v1::SCOPE_QUEUE, kDropping, "queue_tx_packets", 1'000'000, std::nullopt, 3);
+    PauseTheNic();
+    Run(s, s + 1, {0.8, 0.05, 0.3, 0.3}, {0});
+    const v1::Anomaly* held = Active("ecmp_imbalance");
+    ASSERT_NE(held, nullptr) << "second " << s << ": the hashes did not change";
+    EXPECT_EQ(held->id(), id);
+    EXPECT_EQ(Active("ecn_hotspot"), nullptr) << "second " << s << ": the collision's queue";
+  }
+  EXPECT_TRUE(Active("buffer_threshold_drops") != nullptr || Active("lossless_drops") != nullptr)
+      << "the drops are a finding of their own";
+  ExpectPausesCausedBy(id);
+  // The collided uplink drains while the loss goes on: nothing holds it.
+  fabric_.Set(v1::SCOPE_QUEUE, kUplinks[0], "queue_depth_bytes", 10'000, std::nullopt, 3);
+  for (int s = 14; s < 20; ++s) {
+    fabric_.Add(v1::SCOPE_QUEUE, kDropping, "queue_drops", 20'000, std::nullopt, 3);
+    fabric_.Add(v1::SCOPE_QUEUE, kDropping, "queue_tx_packets", 1'000'000, std::nullopt, 3);
+    Run(s, s + 1, {0.8, 0.05, 0.3, 0.3}, {});
+  }
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr);
+}
+
 // The NIC and its switch read their pause counters over different
 // intervals: the NIC can see itself paused past pause_ratio while the
 // switch's port, over its own interval, pauses it a little less and is no
