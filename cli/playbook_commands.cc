@@ -129,7 +129,6 @@ class GrpcEnv final : public PlaybookEnv {
     record_id_ = resp.id();
     return record_id_;
   }
-  v1::Query::Stub& query() { return *query_; }
 
  private:
   const GlobalOptions& g_;
