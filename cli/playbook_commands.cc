@@ -259,6 +259,17 @@ int RunPlaybookList(const PlaybookOptions& o, std::ostream& out, std::ostream& e
   return broken > 0 ? kExitNoResult : kExitOk;
 }
 
+std::string RunResultText(const v1::PlaybookRun& run, int64_t now_us) {
+  constexpr int64_t kUnheardUs = 180'000'000;
+  if (run.dry_run()) return StrCat(run.result() == "dry_run" ? "ok" : run.result(), " (dry run)");
+  if (run.result() != "running") return run.result();
+  // Records from before heard_us have only their start.
+  const int64_t heard_us = run.heard_us() > 0 ? run.heard_us() : run.started_us();
+  if (heard_us <= 0 || now_us - heard_us < kUnheardUs) return "running";
+  return StrCat("running? last heard from ", Ago(now_us, heard_us),
+                ": its process may have died; what it changed stays");
+}
+
 int RunPlaybookRuns(const GlobalOptions& g, const PlaybookOptions& o, std::ostream& out, std::ostream& err) {
   v1::ListPlaybookRunsRequest req;
   req.set_limit(o.limit);
@@ -271,8 +282,7 @@ int RunPlaybookRuns(const GlobalOptions& g, const PlaybookOptions& o, std::ostre
   for (const auto& r : resp.runs()) {
     std::string changes;
     for (const auto& ch : r.changes()) StrAppend(&changes, changes.empty() ? "" : "; ", ch);
-    t.AddRow({StrCat(r.id()), r.playbook(), r.target(), Ago(now, r.started_us()), r.who(),
-              r.dry_run() ? StrCat(r.result() == "dry_run" ? "ok" : r.result(), " (dry run)") : r.result(),
+    t.AddRow({StrCat(r.id()), r.playbook(), r.target(), Ago(now, r.started_us()), r.who(), RunResultText(r, now),
               changes.empty() ? "-" : changes});
   }
   if (t.rows() == 0) out << "no playbook runs\n";

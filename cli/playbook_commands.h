@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/control_commands.h"
+#include "rocefab/v1/playbook.pb.h"
 
 namespace rocefab::cli {
 
@@ -21,6 +22,13 @@ struct PlaybookOptions {
   bool dry_run = false;
   uint32_t limit = 20;
 };
+
+// A recorded run's RESULT as `playbook runs` shows it. A run still
+// "running" that the collector has not heard from for 3 minutes (it is
+// reported every 30 s while it waits, and a drain waits at most 2 minutes)
+// was most likely left by a process that died: it says so, and that what
+// it changed stays.
+std::string RunResultText(const v1::PlaybookRun& run, int64_t now_us);
 
 int RunPlaybookRun(const GlobalOptions& g, const ControlOptions& c, const PlaybookOptions& o, std::ostream& out,
                    std::ostream& err);

@@ -312,6 +312,7 @@ grpc::Status QueryService::RecordPlaybookRun(grpc::ServerContext* context, const
   if (run.playbook().empty() || run.result().empty())
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a playbook run needs its playbook and result");
   run.set_who(AuditName(who, run.who()));
+  run.set_heard_us(clock_.NowUs());
   if (run.id() != 0) {
     // A run under way, continued or ended by whoever recorded it.
     if (auto s = store_.audit().Update(run); !s.ok()) return ToGrpc(s);

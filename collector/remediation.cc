@@ -110,6 +110,7 @@ class CollectorEnv final : public PlaybookEnv {
     if (audit_ == nullptr) return;
     run.set_who(who_);
     run.set_id(id_);
+    run.set_heard_us(clock_.NowUs());
     if (id_ != 0) {
       if (auto s = audit_->Update(run); !s.ok())
         LOG_ERROR(kRemediationLog, "recording the playbook run: ", s.message());

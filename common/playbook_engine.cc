@@ -14,6 +14,10 @@ namespace {
 const std::set<std::string> kChecks = {"anomaly_active", "fabric_link", "jobs_healthy"};
 const std::set<std::string> kActions = {"drain_link", "silence", "remind_undrain"};
 
+// How often a run under way is reported while it waits: its record's
+// heartbeat (PlaybookRun.heard_us).
+constexpr int64_t kHeartbeatUs = 30'000'000;
+
 int64_t Us(const google::protobuf::Duration& d, int64_t fallback) {
   const int64_t us = DurationToUs(d);
   return us > 0 ? us : fallback;
@@ -75,6 +79,13 @@ v1::PlaybookRun RunPlaybook(const v1::Playbook& pb, const std::string& target, b
   // watches.
   std::set<std::string> jobs;
   bool cancelled = false;
+  // When the run under way was last reported; 0 until its first change.
+  int64_t reported_us = 0;
+  auto report = [&] {
+    run.set_result("running");
+    env.Progress(run);
+    reported_us = env.NowUs();
+  };
 
   auto check = [&](const v1::PlaybookStep& s, bool verifying) -> bool {
     if (s.check() == "anomaly_active") {
@@ -126,10 +137,13 @@ v1::PlaybookRun RunPlaybook(const v1::Playbook& pb, const std::string& target, b
           log(StrCat("check jobs_healthy: ", jobs.size(), " job(s) healthy over the last ", FormatDurationUs(window)));
           return true;
         }
-        if (env.NowUs() >= deadline) {
+        const int64_t now = env.NowUs();
+        if (now >= deadline) {
           log(StrCat("check jobs_healthy: still not healthy: ", unhealthy));
           return false;
         }
+        // A long wait still says the run is alive.
+        if (reported_us != 0 && now - reported_us >= kHeartbeatUs) report();
         if (!env.Pause(2'000'000)) {
           cancelled = true;
           log(StrCat("cancelled while waiting for ", unhealthy, ": the run was stopped"));
@@ -206,10 +220,7 @@ v1::PlaybookRun RunPlaybook(const v1::Playbook& pb, const std::string& target, b
       return finish("cancelled");
     }
     if (act(s)) {
-      if (!dry_run) {
-        run.set_result("running");
-        env.Progress(run);
-      }
+      if (!dry_run) report();
       continue;
     }
     if (!dry_run) return finish("failed");

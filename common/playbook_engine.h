@@ -43,7 +43,9 @@ class PlaybookEnv {
   virtual bool Stopping() { return false; }
   // A real run's state so far (result "running"), after each step that
   // succeeded: an audit log shows a change the moment it is made, not only
-  // once verification, which can wait minutes, is over.
+  // once verification, which can wait minutes, is over. Again every 30 s
+  // while a verification waits, so that a run whose process died is told
+  // from one still waiting (PlaybookRun.heard_us).
   virtual void Progress(const v1::PlaybookRun& run) { (void)run; }
 };
 

@@ -60,12 +60,13 @@ class FakeEnv final : public PlaybookEnv {
     now += us;
     return true;
   }
-  void Progress(const v1::PlaybookRun& run) override { progress.push_back({run, diagnose_calls}); }
+  void Progress(const v1::PlaybookRun& run) override { progress.push_back({run, diagnose_calls, now}); }
   int diagnoses() const { return diagnose_calls; }
 
   struct Reported {
     v1::PlaybookRun run;
     int diagnoses_before;
+    int64_t at_us;
   };
   std::vector<Reported> progress;
 
@@ -103,6 +104,25 @@ TEST(PlaybookEngine, DrainsAConfirmedFlappingFabricLinkAndWaitsForTheJobs) {
   EXPECT_EQ(env.progress[0].run.changes(0), run.changes(0));
   EXPECT_EQ(env.progress[1].run.changes_size(), 2);
   EXPECT_EQ(env.progress[1].diagnoses_before, 0);
+}
+
+TEST(PlaybookEngine, ALongVerificationReportsTheRunEveryThirtySeconds) {
+  // A job that takes 50 polls (100 s) to recover: the record of the run under
+  // way is refreshed while it waits, so that `playbook runs` can tell a run
+  // still waiting from one whose process died.
+  FakeEnv env;
+  env.polls_after_drain = -47;
+  const auto run = RunPlaybook(Shipped(), "z1-rtsw03/Ethernet44", false, env);
+  ASSERT_EQ(run.result(), "succeeded");
+  ASSERT_GE(env.progress.size(), 2u + 3u) << "after each step, then at least every 30 s of 100";
+  ASSERT_LE(env.progress.size(), 2u + 4u);
+  for (size_t i = 2; i < env.progress.size(); ++i) {
+    EXPECT_EQ(env.progress[i].run.result(), "running");
+    EXPECT_EQ(env.progress[i].run.changes_size(), 2);
+    const int64_t gap = env.progress[i].at_us - env.progress[i - 1].at_us;
+    EXPECT_GE(gap, 30'000'000) << i;
+    EXPECT_LE(gap, 32'000'100) << i << ": one 2 s poll late at most";
+  }
 }
 
 TEST(PlaybookEngine, RefusesWithoutTheAnomalyOrOnAHostPortAndChangesNothing) {

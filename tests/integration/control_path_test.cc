@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "common/authz.h"
+#include "common/clock.h"
 #include "common/topology.h"
 #include "rocefab/v1/control.grpc.pb.h"
 #include "rocefab/v1/query.grpc.pb.h"
@@ -367,9 +368,18 @@ verify:
   under_way.set_playbook("drain_now");
   under_way.set_target("z1-rtsw01/Ethernet12");
   under_way.set_result("running");
+  under_way.set_heard_us(1);  // the collector's clock decides, not the recorder's
+  const int64_t before_us = SystemClock::Instance().NowUs();
   uint64_t id = 0;
   ASSERT_EQ(record(*oscar, under_way, &id), grpc::StatusCode::OK);
   EXPECT_EQ(id, 2u);
+  {
+    const v1::ListPlaybookRunsResponse listed = list();
+    ASSERT_GE(listed.runs_size(), 1);
+    EXPECT_EQ(listed.runs(0).id(), 2u);
+    EXPECT_GE(listed.runs(0).heard_us(), before_us) << "stamped by the collector as it recorded the run";
+    EXPECT_LE(listed.runs(0).heard_us(), SystemClock::Instance().NowUs());
+  }
   under_way.set_id(id);
   under_way.set_result("succeeded");
   EXPECT_EQ(record(*ada, under_way, nullptr), grpc::StatusCode::PERMISSION_DENIED) << "oscar's run, not ada's";
