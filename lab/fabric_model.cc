@@ -1305,11 +1305,16 @@ FabricModel::TrafficTarget FabricModel::TrafficTargetOf(const ActiveFault& fault
   return target;
 }
 
+bool FabricModel::Sends(const Flow& f) const {
+  const JobStatus& status = job_status_[static_cast<size_t>(f.job)];
+  return f.rate > 0 && !f.path.empty() && status.running && !status.stalled;
+}
+
 void FabricModel::NoteTouchedJobs(ActiveFault& fault) const {
   const TrafficTarget target = TrafficTargetOf(fault);
   std::vector<bool> seen(jobs_.size(), false);
   for (const Flow& f : flows_) {
-    if (f.rate <= 0 || seen[static_cast<size_t>(f.job)]) continue;
+    if (!Sends(f) || seen[static_cast<size_t>(f.job)]) continue;
     for (int ch : f.path)
       if (target.ActsOn(ports_, channels_[ch])) {
         seen[static_cast<size_t>(f.job)] = true;
@@ -1323,14 +1328,15 @@ bool FabricModel::CanShow(const ActiveFault& fault) const {
   // Whether a flow that sends crosses a channel `on` accepts.
   auto crossed = [&](auto on) {
     for (const Flow& f : flows_) {
-      if (f.rate <= 0) continue;
+      if (!Sends(f)) continue;
       for (int ch : f.path)
         if (on(channels_[ch])) return true;
     }
     return false;
   };
   switch (fault.spec.kind()) {
-    // Loss on a link: no frame crosses it, none is corrupted.
+    // Loss on a link: no frame crosses it (nothing flows there, or the
+    // jobs through it hung on another fault), none is corrupted.
     case v1::FAULT_KIND_LOSSY_LINK: {
       const int port = PortIndex(fault.spec.target());
       return port < 0 || crossed([&](const Channel& ch) { return ch.from == port || ch.to == port; });

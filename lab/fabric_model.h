@@ -326,6 +326,10 @@ class FabricModel final {
   TrafficTarget TrafficTargetOf(const ActiveFault& fault) const;
   // Adds to a fault's touched_jobs the jobs whose sending flows it acts on.
   void NoteTouchedJobs(ActiveFault& fault) const;
+  // Whether a flow put frames on its path this step: it has a rate and a
+  // path, and its job runs and is not hung (a hung job's QPs only resend
+  // what is in flight, at each timeout, into the NIC that drops it).
+  bool Sends(const Flow& f) const;
   void Accumulate(double dt, std::vector<CollectiveRecord>* records);
   int PickChannel(int sw, const std::vector<int>& candidates, int src, int dst,
                   uint16_t sport, uint32_t qp) const;
