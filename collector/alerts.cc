@@ -177,14 +177,9 @@ absl::Status Alerter::Init(const std::string& db_path) {
   // Alerts still firing at the last stop go on firing; the next evaluation
   // resolves those whose anomaly is gone.
   Stmt stmt(db_, "SELECT proto FROM alerts WHERE status = 'firing'");
-  for (;;) {
-    auto row = stmt.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    v1::Alert a;
-    const std::string_view blob = stmt.Blob(0);
-    if (a.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) firing_[a.fingerprint()] = a;
-  }
+  auto firing = sqlite::ReadMessages<v1::Alert>(stmt);
+  if (!firing.ok()) return firing.status();
+  for (v1::Alert& a : *firing) firing_[a.fingerprint()] = std::move(a);
   return absl::OkStatus();
 }
 
@@ -221,17 +216,11 @@ void Alerter::Enqueue(const std::string& target, const std::string& body, int64_
 }
 
 std::vector<v1::Silence> Alerter::ActiveSilences(int64_t now_us) {
-  std::vector<v1::Silence> out;
   Stmt stmt(db_, "SELECT proto FROM silences WHERE ends_at_us > ?1 ORDER BY id");
   stmt.Bind(1, now_us);
-  while (true) {
-    auto row = stmt.Step();
-    if (!row.ok() || !*row) break;
-    v1::Silence s;
-    const std::string_view blob = stmt.Blob(0);
-    if (s.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) out.push_back(std::move(s));
-  }
-  return out;
+  // None when the store cannot be read: nothing is silenced then.
+  auto silences = sqlite::ReadMessages<v1::Silence>(stmt);
+  return silences.ok() ? std::move(*silences) : std::vector<v1::Silence>();
 }
 
 void Alerter::Notify(const std::vector<v1::Alert>& changed, bool state_change, int64_t now_us) {
@@ -421,13 +410,9 @@ absl::StatusOr<v1::ListAlertsResponse> Alerter::List(bool include_resolved) {
   {
     Stmt stmt(db_, "SELECT proto FROM alerts WHERE ?1 OR status = 'firing' ORDER BY ends_at_us = 0 DESC, fingerprint");
     stmt.Bind(1, int64_t{include_resolved ? 1 : 0});
-    for (;;) {
-      auto row = stmt.Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      v1::Alert a;
-      const std::string_view blob = stmt.Blob(0);
-      if (!a.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) continue;
+    auto stored = sqlite::ReadMessages<v1::Alert>(stmt);
+    if (!stored.ok()) return stored.status();
+    for (v1::Alert& a : *stored) {
       if (auto it = firing_.find(a.fingerprint()); it != firing_.end()) a = it->second;
       *out.add_alerts() = std::move(a);
     }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -106,6 +107,23 @@ class ReadTransaction final {
   sqlite3* db_;
   absl::Status status_;
 };
+
+// Every row's protobuf message, a BLOB in `column`, in row order. A row
+// whose blob does not parse is left out: one damaged row does not cost
+// the rest.
+template <typename Message>
+absl::StatusOr<std::vector<Message>> ReadMessages(Stmt& stmt, int column = 0) {
+  if (!stmt.ok()) return stmt.status();
+  std::vector<Message> out;
+  for (;;) {
+    auto row = stmt.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return out;
+    Message m;
+    const std::string_view blob = stmt.Blob(column);
+    if (m.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) out.push_back(std::move(m));
+  }
+}
 
 // SQLite integers are signed 64-bit; counters are unsigned. Store the bits.
 inline int64_t ToDb(uint64_t value) { return static_cast<int64_t>(value); }

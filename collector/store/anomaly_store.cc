@@ -38,13 +38,9 @@ absl::StatusOr<uint64_t> AnomalyStore::CloseOpen(int64_t at_us) {
   std::vector<v1::Anomaly> closing;
   {
     sqlite::Stmt open(db_.writer, "SELECT proto FROM anomalies WHERE end_us = 0");
-    for (;;) {
-      auto row = open.Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      v1::Anomaly a;
-      const std::string_view blob = open.Blob(0);
-      if (!a.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) continue;
+    auto open_now = sqlite::ReadMessages<v1::Anomaly>(open);
+    if (!open_now.ok()) return open_now.status();
+    for (v1::Anomaly& a : *open_now) {
       a.set_end_us(std::max(a.updated_us(), a.start_us()));
       if (a.end_us() == 0) a.set_end_us(at_us);
       closing.push_back(std::move(a));
@@ -66,16 +62,7 @@ WHERE (end_us = 0 OR (NOT ?3 AND end_us >= ?1)) AND (?2 = 0 OR start_us <= ?2)
 ORDER BY start_us, id)sql");
   if (!stmt.ok()) return stmt.status();
   stmt.Bind(1, since_us).Bind(2, until_us).Bind(3, int64_t{active_only ? 1 : 0});
-  std::vector<v1::Anomaly> out;
-  for (;;) {
-    auto row = stmt.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    v1::Anomaly a;
-    const std::string_view blob = stmt.Blob(0);
-    if (a.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) out.push_back(std::move(a));
-  }
-  return out;
+  return sqlite::ReadMessages<v1::Anomaly>(stmt);
 }
 
 absl::StatusOr<uint64_t> AnomalyStore::Prune(int64_t cutoff_us) {

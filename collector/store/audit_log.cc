@@ -4,24 +4,6 @@
 #include "common/strings.h"
 
 namespace rocefab::collector {
-namespace {
-
-// Every row's run (column 0); a row that does not parse is left out.
-absl::StatusOr<std::vector<v1::PlaybookRun>> ReadRuns(sqlite::Stmt& stmt) {
-  if (!stmt.ok()) return stmt.status();
-  std::vector<v1::PlaybookRun> out;
-  for (;;) {
-    auto row = stmt.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    v1::PlaybookRun run;
-    const std::string_view blob = stmt.Blob(0);
-    if (run.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) out.push_back(std::move(run));
-  }
-  return out;
-}
-
-}  // namespace
 
 absl::StatusOr<uint64_t> AuditLog::Record(v1::PlaybookRun run) {
   if (auto s = db_.Writable(); !s.ok()) return s;
@@ -66,7 +48,7 @@ absl::StatusOr<int> AuditLog::CloseInterrupted(std::string_view who_prefix, int6
   {
     std::lock_guard lock(*db_.writer_mu);
     sqlite::Stmt stmt(db_.writer, "SELECT proto FROM playbook_runs ORDER BY id");
-    auto runs = ReadRuns(stmt);
+    auto runs = sqlite::ReadMessages<v1::PlaybookRun>(stmt);
     if (!runs.ok()) return runs.status();
     for (v1::PlaybookRun& run : *runs)
       if (run.result() == "running" && run.who().starts_with(who_prefix)) open.push_back(std::move(run));
@@ -85,7 +67,7 @@ absl::StatusOr<std::vector<v1::PlaybookRun>> AuditLog::List(uint32_t limit) {
   sqlite::Stmt stmt(db_.reader, "SELECT proto FROM playbook_runs ORDER BY id DESC LIMIT ?1");
   if (!stmt.ok()) return stmt.status();
   stmt.Bind(1, int64_t{limit ? limit : 20});
-  return ReadRuns(stmt);
+  return sqlite::ReadMessages<v1::PlaybookRun>(stmt);
 }
 
 }  // namespace rocefab::collector
