@@ -1104,7 +1104,7 @@ void FabricModel::Accumulate(double dt, std::vector<CollectiveRecord>* records) 
         }
       continue;
     }
-    if (f.rate <= 0 || f.path.empty()) continue;
+    if (!Sends(f)) continue;
     const double bytes = f.rate * duty[f.job] * dt;
     const double packets = bytes / k_.mtu_bytes;
     double unmarked = 1, kept = 1;
