@@ -35,6 +35,12 @@ bool JobCrosses(const collector::Footprint& fp, const std::string& target) {
   return fp.ports.count(target) > 0;
 }
 
+// What congestion alone makes: pauses, full queues, a slower job. Not
+// loss (the fabric is lossless) and not a hang.
+bool IsCongestionConsequence(const std::string& kind) {
+  return kind == "pfc_pause" || kind == "buffer_high" || kind == "busbw_regression";
+}
+
 }  // namespace
 
 bool FindingFitsFault(const std::string& fault_kind, const std::string& finding_kind) {
@@ -306,6 +312,15 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     };
     if (a.kind() == "ecmp_imbalance") explained |= during(collisions);
     if (a.kind() == "oversubscription") explained |= during(oversubscribed);
+    // Congestion the model made without a fault (flows colliding on an
+    // uplink, uplinks offered more than they carry) pauses and fills
+    // queues, and slows the jobs it lands on: those consequences are
+    // explained while it lasts, as a fault's are, whether or not the
+    // finding that names it came first (a lab running late names it late).
+    if (IsCongestionConsequence(a.kind()))
+      for (const auto* conditions : {&collisions, &oversubscribed})
+        for (const Window& w : *conditions)
+          explained |= a.start_us() <= w.end && (a.end_us() == 0 || a.end_us() >= w.start - grace);
     for (const Window& w : windows) {
       if (NamesTarget(**topology, w.target, a.entity())) explained = true;
       if (IsConsequenceKind(a.kind()) && a.start_us() <= w.end && (a.end_us() == 0 || a.end_us() >= w.start))

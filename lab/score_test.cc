@@ -191,6 +191,42 @@ TEST(ScoreTest, OversubscriptionIsExplainedOnlyWhereAndWhenTheModelOverOffered) 
             (std::vector<std::string>{"oversubscription z1-rtsw02", "oversubscription z1-rtsw01"}));
 }
 
+// Pauses a switch's over-offered uplinks made, raised and closed before
+// the finding that names the cause (a lab running late names it late), are
+// that congestion's, as they would be a fault's; loss is not what
+// congestion makes on a lossless fabric, and pauses well after it ended are
+// nobody's.
+TEST(ScoreTest, PausesWhileTheModelOverOfferedAreExplainedByIt) {
+  testing::TempDir run;
+  testing::WriteFile(run / "topology.yaml", kTwoRacks);
+  nlohmann::json truth = {{"scenario", "oversubscribed"}, {"start_unix_us", kStart}, {"duration_s", 60.0},
+                          {"faults", nlohmann::json::array()}, {"jobs", nlohmann::json::array()}};
+  truth["conditions"] = {{{"kind", "oversubscription"},
+                          {"target", "z1-rtsw01"},
+                          {"start_unix_us", kStart + 10 * kSecond},
+                          {"end_unix_us", kStart + 30 * kSecond}},
+                         {{"kind", "ecmp_collision"},
+                          {"target", "z1-rtsw02"},
+                          {"start_unix_us", kStart + 40 * kSecond},
+                          {"end_unix_us", kStart + 42 * kSecond}}};
+  testing::WriteFile(run / "truth.json", truth.dump());
+  {
+    auto store = collector::Store::Open({.path = run / "collector.db", .relaxed_durability = true});
+    ASSERT_TRUE(store.ok()) << store.status();
+    v1::Anomaly paused = Anomaly(1, "pfc_pause", "host01/mlx5_0", 12, 13, v1::SEVERITY_WARNING);
+    paused.set_end_us(kStart + 14 * kSecond);
+    const v1::Anomaly full = Anomaly(2, "buffer_high", "z1-rtsw01/Ethernet0", 11, 12, v1::SEVERITY_INFO);
+    const v1::Anomaly lost = Anomaly(3, "silent_loss", "host02/mlx5_0", 12, 13, v1::SEVERITY_WARNING);
+    const v1::Anomaly collided = Anomaly(4, "pfc_pause", "host03/mlx5_0", 41, 42, v1::SEVERITY_WARNING);
+    const v1::Anomaly after = Anomaly(5, "pfc_pause", "host04/mlx5_0", 55, 56, v1::SEVERITY_WARNING);
+    const std::vector<v1::Anomaly> anomalies = {paused, full, lost, collided, after};
+    ASSERT_TRUE((*store)->anomalies().Write(anomalies).ok());
+  }
+  auto score = ScoreRun(run.path());
+  ASSERT_TRUE(score.ok()) << score.status();
+  EXPECT_EQ(score->false_positives, (std::vector<std::string>{"silent_loss host02/mlx5_0", "pfc_pause host04/mlx5_0"}));
+}
+
 // A queue's drop threshold on a CTSW acts only on the traffic through it.
 // Two jobs' paths cross the CTSW, each on its own racks' ports; the
 // threshold drops on the first job's port. The second job, whose flows the
