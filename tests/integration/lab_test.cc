@@ -612,7 +612,9 @@ TEST(Lab, TheOnCallGuidesCommandsWorkOnTheDemoFabricAsWritten) {
     const std::string shown = out.substr(from, to == std::string::npos ? std::string::npos : to - from);
     const bool failed = shown.find("\n(exit ") != std::string::npos;
     EXPECT_EQ(failed, steps[i].error_shown) << shown;
-    if (!steps[i].error_shown) EXPECT_EQ(shown.find("unknown command"), std::string::npos) << shown;
+    if (!steps[i].error_shown) {
+      EXPECT_EQ(shown.find("unknown command"), std::string::npos) << shown;
+    }
   }
 }
 
