@@ -54,6 +54,7 @@ absl::Status FabricModel::Init(std::shared_ptr<const Topology> topology,
   const uint32_t stall_ms = scenario.has_nic_stall_timeout_ms() ? scenario.nic_stall_timeout_ms() : 8000;
   nic_stall_timeout_s_ = stall_ms / 1000.0;
   nic_stall_warn_s_ = stall_ms == 0 ? 0 : std::max(0.08, 0.85 * nic_stall_timeout_s_);
+  poll_interval_s_ = scenario.poll_interval_s() > 0 ? scenario.poll_interval_s() : 1;
   const v1::Topology& topo = topology_->proto();
   for (int i = 0; i < topo.switches_size(); ++i) {
     const auto& sw = topo.switches(i);
@@ -1245,7 +1246,7 @@ void FabricModel::Step(double dt, std::vector<CollectiveRecord>* records) {
   Accumulate(dt, records);
   // After Accumulate: whether a fault shows depends on this step's job
   // status too (a job a dead link stalls shows none of its ranks' delays).
-  MarkObservable();
+  MarkObservable(dt);
   now_s_ += dt;
 }
 
@@ -1279,14 +1280,23 @@ std::string FabricModel::SwitchOsVersion(int sw) const {
   return version;
 }
 
-void FabricModel::MarkObservable() {
+void FabricModel::MarkObservable(double dt) {
   for (ActiveFault& fault : faults_) {
-    if (!fault.active) continue;
+    if (!fault.active) {
+      fault.acting_since_s = -1;
+      continue;
+    }
     // First: whether a fault on traffic can show is whether it touched a job.
-    if (fault.acts_on_traffic) NoteTouchedJobs(fault);
-    if (!fault.observable && CanShow(fault)) {
+    if (fault.acts_on_traffic) {
+      if (!NoteTouchedJobs(fault)) fault.acting_since_s = -1;
+      else if (fault.acting_since_s < 0) fault.acting_since_s = now_s_;
+    }
+    if (!fault.observable && CanShow(fault, dt)) {
       fault.observable = true;
-      fault.observable_from_s = now_s_;
+      // ECN off shows over a whole interval of its acting: counted from
+      // when that began.
+      fault.observable_from_s =
+          fault.spec.kind() == v1::FAULT_KIND_ECN_MISCONFIG ? fault.acting_since_s : now_s_;
     }
   }
 }
@@ -1310,21 +1320,24 @@ bool FabricModel::Sends(const Flow& f) const {
   return f.rate > 0 && !f.path.empty() && status.running && !status.stalled;
 }
 
-void FabricModel::NoteTouchedJobs(ActiveFault& fault) const {
+bool FabricModel::NoteTouchedJobs(ActiveFault& fault) const {
   const TrafficTarget target = TrafficTargetOf(fault);
   std::vector<bool> seen(jobs_.size(), false);
+  bool acted = false;
   for (const Flow& f : flows_) {
     if (!Sends(f) || seen[static_cast<size_t>(f.job)]) continue;
     for (int ch : f.path)
       if (target.ActsOn(ports_, channels_[ch])) {
         seen[static_cast<size_t>(f.job)] = true;
         fault.touched_jobs.insert(jobs_[f.job].spec.id());
+        acted = true;
         break;
       }
   }
+  return acted;
 }
 
-bool FabricModel::CanShow(const ActiveFault& fault) const {
+bool FabricModel::CanShow(const ActiveFault& fault, double dt) const {
   // Whether a flow that sends crosses a channel `on` accepts.
   auto crossed = [&](auto on) {
     for (const Flow& f : flows_) {
@@ -1350,7 +1363,13 @@ bool FabricModel::CanShow(const ActiveFault& fault) const {
     // A lowered threshold, only where a queue tail-dropped at it. Such a
     // fault can show once it has touched a job (NoteTouchedJobs, which
     // MarkObservable runs first, walks the flows with that rule).
+    // ECN off shows as a deep queue whose mark counter did not move between
+    // two readings: only once it has acted, without a break, for one whole
+    // poll interval of the agents (a generated run, seed 58 run 68, turned
+    // ECN off 1 s before a NIC went down and hung the only job through it,
+    // polled every 2 s: every reading's interval held marks made before).
     case v1::FAULT_KIND_ECN_MISCONFIG:
+      return fault.acting_since_s >= 0 && now_s_ + dt - fault.acting_since_s >= poll_interval_s_ - 1e-9;
     case v1::FAULT_KIND_ECMP_SKEW:
     case v1::FAULT_KIND_BUFFER_THRESHOLD:
     case v1::FAULT_KIND_LATENCY_REGRESSION:

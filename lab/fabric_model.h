@@ -150,6 +150,9 @@ struct ActiveFault {
   // were touched by it (FabricModel::TrafficTarget).
   bool acts_on_traffic = false;
   std::set<std::string> touched_jobs;
+  // Since when it has acted on a sending flow without a break (-1: not
+  // acting now).
+  double acting_since_s = -1;
 };
 
 class FabricModel final {
@@ -308,8 +311,9 @@ class FabricModel final {
   void RecordCollisions(double dt);
   // Sets ActiveFault::observable (and when) for the faults active now that
   // can show.
-  void MarkObservable();
-  bool CanShow(const ActiveFault& fault) const;
+  // `dt`: the step just accumulated, from now_s().
+  void MarkObservable(double dt);
+  bool CanShow(const ActiveFault& fault, double dt) const;
   // Where a fault that acts only on traffic acts: the egress of every port
   // of switch `sw`, or of port `port` alone; with `ecn`, only a queue that
   // marking would have held (Channel::ecn_missed); with `limit`, only one
@@ -324,8 +328,9 @@ class FabricModel final {
   };
   static bool ActsOnTraffic(v1::FaultKind kind);
   TrafficTarget TrafficTargetOf(const ActiveFault& fault) const;
-  // Adds to a fault's touched_jobs the jobs whose sending flows it acts on.
-  void NoteTouchedJobs(ActiveFault& fault) const;
+  // Adds to a fault's touched_jobs the jobs whose sending flows it acts on;
+  // whether it acted on any this step.
+  bool NoteTouchedJobs(ActiveFault& fault) const;
   // Whether a flow put frames on its path this step: it has a rate and a
   // path, and its job runs and is not hung (a hung job's QPs only resend
   // what is in flight, at each timeout, into the NIC that drops it).
@@ -384,6 +389,7 @@ class FabricModel final {
   // The NICs' PFC stall prevention (Scenario.nic_stall_timeout_ms), in
   // seconds: the warning watermark and the timeout; 0 when off.
   double nic_stall_warn_s_ = 0, nic_stall_timeout_s_ = 0;
+  double poll_interval_s_ = 1;  // the agents' (Scenario.poll_interval_s)
 };
 
 // The NCCL bus bandwidth factor (docs/counters.md): AllReduce 2(n-1)/n,

@@ -195,7 +195,9 @@ faults:
   for (const PortState& port : model->ports()) {
     // Pauses come from switches only, starting at the CTSWs and climbing
     // hop by hop towards the senders; no NIC sends any.
-    if (port.host >= 0) EXPECT_EQ(port.c.pfc_tx_frames, 0) << port.device << "/" << port.name;
+    if (port.host >= 0) {
+      EXPECT_EQ(port.c.pfc_tx_frames, 0) << port.device << "/" << port.name;
+    }
     if (port.device.find("ctsw") != std::string::npos) from_ctsw += port.c.pfc_tx_frames;
   }
   EXPECT_GT(from_ctsw, 0);
@@ -227,8 +229,11 @@ faults:
   EXPECT_GT(sum(*off, "", true), 0) << "the excess PFC no longer holds is dropped";
   EXPECT_EQ(sum(*off, "z1-ctsw01", false), 0) << "no pause asked over a link without PFC";
   EXPECT_GT(sum(*off, "z1-ctsw02", false), 0) << "the other CTSW still pauses";
-  for (const PortState& port : off->ports())
-    if (port.sw >= 0) EXPECT_EQ(port.pfc_on, port.device != "z1-ctsw01") << port.device << "/" << port.name;
+  for (const PortState& port : off->ports()) {
+    if (port.sw >= 0) {
+      EXPECT_EQ(port.pfc_on, port.device != "z1-ctsw01") << port.device << "/" << port.name;
+    }
+  }
 }
 
 TEST(FabricModel, PfcStormStartsAtTheNicAndSpreadsUpstream) {
@@ -246,7 +251,9 @@ faults: [{kind: pfc_storm, target: z1-r02-h1/mlx5_1, at_s: 1, pause_fraction: 0.
   EXPECT_EQ(nic.c.pause_storm_warnings, 0) << "pausing 90% of the time is no stall to the NIC";
   // Its RTSW port receives the pauses; no other NIC sends any.
   for (const PortState& port : model->ports()) {
-    if (port.host >= 0 && &port != &nic) EXPECT_EQ(port.c.pfc_tx_frames, 0) << port.device << "/" << port.name;
+    if (port.host >= 0 && &port != &nic) {
+      EXPECT_EQ(port.c.pfc_tx_frames, 0) << port.device << "/" << port.name;
+    }
   }
   const int link = nic.link;
   const auto& peer = model->topology().PeerOf(link, "z1-r02-h1/mlx5_1");
@@ -470,6 +477,39 @@ faults: [{kind: ecn_misconfig, target: z1-ctsw01, at_s: 0}, {kind: ecn_misconfig
   ASSERT_GT(TotalPfc(*spread, true), 0);
 }
 
+// ECN off shows as a deep queue whose mark counter did not move between two
+// readings: it can show only once it has acted for a whole poll interval.
+// Here a NIC of the job goes down (and hangs it) 1 s after ECN went off,
+// under agents polling every 2 s: not observable. Three seconds after, it
+// is, from when it began acting.
+TEST(FabricModel, EcnOffIsObservableOnlyAfterActingForAWholePollInterval) {
+  for (const double down_s : {2.0, 4.0}) {
+    SCOPED_TRACE(down_s);
+    auto model = Model(StrCat(R"(
+poll_interval_s: 2
+jobs: [{id: "1", num_hosts: 8, placement: spread}]
+faults:
+  - {kind: ecn_misconfig, target: z1-ctsw01, at_s: 1}
+  - {kind: ecn_misconfig, target: z1-ctsw02, at_s: 1}
+  - {kind: nic_down, target: z1-r01-h1/mlx5_0, at_s: )",
+                              down_s, "}\n"));
+    for (int i = 0; i < 16; ++i) model->Step(0.5, nullptr);
+    ASSERT_TRUE(model->jobs()[0].stalled) << "the NIC down hangs the job";
+    ASSERT_EQ(model->faults().size(), 3u);
+    bool touched = false, observable = false;
+    for (int i = 0; i < 2; ++i) {
+      const ActiveFault& ecn = model->faults()[static_cast<size_t>(i)];
+      touched |= !ecn.touched_jobs.empty();
+      if (!ecn.observable) continue;
+      observable = true;
+      EXPECT_GE(ecn.observable_from_s, 1.0);
+      EXPECT_LE(ecn.observable_from_s + 2.0, down_s) << "a whole interval of acting before the job hung";
+    }
+    EXPECT_TRUE(touched) << "ECN off acted on the job's queues";
+    EXPECT_EQ(observable, down_s == 4.0);
+  }
+}
+
 TEST(FabricModel, BusBwNearIdealWithoutContention) {
   // Two hosts in one rack: no uplinks, no collisions.
   auto model = Model(R"(jobs: [{id: "1", hosts: [z1-r01-h1, z1-r01-h2]}])");
@@ -524,7 +564,9 @@ faults: [{kind: latency_regression, target: z1-ctsw01, at_s: 2, added_latency_us
     for (const PortState& p : model->ports())
       if (p.sw >= 0) (model->now_s() <= 2 ? deepest_before : deepest_after) =
                          std::max(model->now_s() <= 2 ? deepest_before : deepest_after, p.c.queue_depth_bytes);
-    if (model->now_s() == 1.5) EXPECT_EQ(model->SwitchOsVersion(ctsw), "lab-1.0");
+    if (model->now_s() == 1.5) {
+      EXPECT_EQ(model->SwitchOsVersion(ctsw), "lab-1.0");
+    }
   }
   EXPECT_EQ(model->SwitchOsVersion(ctsw), "lab-2.3");
   EXPECT_EQ(model->SwitchOsVersion(model->SwitchIndex("z1-ctsw02")), "lab-1.0");
