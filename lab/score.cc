@@ -139,15 +139,15 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
   const int64_t run_start = truth.value("start_unix_us", int64_t{0});
   const double run_end_s = truth.value("duration_s", 0.0);
   struct Window {
-    int64_t start, end;
-    std::string target;
-    std::string victim;  // job_contention: the job it slows
+    int64_t start = 0, end = 0;
+    std::string target = {};
+    std::string victim = {};  // job_contention: the job it slows
     // A fault that acts only on the traffic through its target: the jobs
     // the lab saw it act on (truth's touched_jobs). A job whose paths could
     // cross the target but whose flows never met it was not touched, and
     // its diagnosis is right not to name it.
     bool by_traffic = false;
-    std::set<std::string> touched;
+    std::set<std::string> touched = {};
   };
   // Whether a fault is on a job's paths: a fabric element the job crosses,
   // or the neighbour of a contention that names the job its victim.
@@ -172,8 +172,10 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
       start = std::max(start, f["observable_from_unix_us"].get<int64_t>());
     const int64_t end = f["end_unix_us"].is_null() ? run_start + static_cast<int64_t>(run_end_s * 1e6)
                                                    : f["end_unix_us"].get<int64_t>();
-    Window w{start, end + grace, f.value("target", ""),
-             f.value("kind", "") == "job_contention" ? f.value("victim", "") : ""};
+    Window w{.start = start,
+             .end = end + grace,
+             .target = f.value("target", ""),
+             .victim = f.value("kind", "") == "job_contention" ? f.value("victim", "") : ""};
     if (f.contains("touched_jobs") && f["touched_jobs"].is_array()) {
       w.by_traffic = true;
       for (const auto& id : f["touched_jobs"])
@@ -286,12 +288,11 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
   if (truth.contains("conditions") && truth["conditions"].is_array())
     for (const auto& c : truth["conditions"]) {
       const std::string kind = c.value("kind", "");
-      if (kind == "ecmp_collision")
-        collisions.push_back({c.value("start_unix_us", int64_t{0}), c.value("end_unix_us", int64_t{0}) + grace,
-                              c.value("target", "")});
-      if (kind == "oversubscription")
-        oversubscribed.push_back({c.value("start_unix_us", int64_t{0}), c.value("end_unix_us", int64_t{0}) + grace,
-                                  c.value("target", "")});
+      const Window w{.start = c.value("start_unix_us", int64_t{0}),
+                     .end = c.value("end_unix_us", int64_t{0}) + grace,
+                     .target = c.value("target", "")};
+      if (kind == "ecmp_collision") collisions.push_back(w);
+      if (kind == "oversubscription") oversubscribed.push_back(w);
       if (kind == "lab_late") {
         const int64_t from = c.value("start_unix_us", int64_t{0}), to = c.value("end_unix_us", int64_t{0});
         lab_late.push_back({from - kPollUs, to + kPollUs, ""});

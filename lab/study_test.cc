@@ -56,8 +56,9 @@ TEST(RoutingStudy, MoreQpsHelpAndTeIsMoreEvenThanHashingWithoutFailures) {
         // being slow everywhere, so it is held to its bandwidth instead.
         for (const auto& [key, r] : by)
           if (std::get<0>(key) == collective && std::get<1>(key) == placement &&
-              (r.scheme == "ecmp" || r.scheme == "eecmp"))
+              (r.scheme == "ecmp" || r.scheme == "eecmp")) {
             EXPECT_LE(te.max_to_mean, r.max_to_mean + 1e-9) << r.scheme << r.qps;
+          }
         EXPECT_GT(te.busbw_gbs, by.at({collective, placement, "path_pinning", 1}).busbw_gbs);
       }
   }
