@@ -162,32 +162,43 @@ TEST(ScoreTest, AJobStalledWhileTheLabRanLateIsTheLabsDoing) {
   EXPECT_DOUBLE_EQ(score->lab_late_s, 3.0);
 }
 
+nlohmann::json Condition(const std::string& kind, const std::string& target, double from_s, double to_s) {
+  return {{"kind", kind},
+          {"target", target},
+          {"start_unix_us", kStart + static_cast<int64_t>(from_s * 1e6)},
+          {"end_unix_us", kStart + static_cast<int64_t>(to_s * 1e6)}};
+}
+
+// The false positives of a run with no fault and no job, whose truth has
+// `conditions` and whose store has `anomalies`.
+std::vector<std::string> FalsePositivesUnder(const std::vector<nlohmann::json>& conditions,
+                                             const std::vector<v1::Anomaly>& anomalies) {
+  testing::TempDir run;
+  testing::WriteFile(run / "topology.yaml", kTwoRacks);
+  nlohmann::json truth = {{"scenario", "conditions"}, {"start_unix_us", kStart}, {"duration_s", 60.0},
+                          {"faults", nlohmann::json::array()}, {"jobs", nlohmann::json::array()}};
+  truth["conditions"] = conditions;
+  testing::WriteFile(run / "truth.json", truth.dump());
+  {
+    auto store = collector::Store::Open({.path = run / "collector.db", .relaxed_durability = true});
+    EXPECT_TRUE(store.ok()) << store.status();
+    if (!store.ok()) return {"(no store)"};
+    EXPECT_TRUE((*store)->anomalies().Write(anomalies).ok());
+  }
+  auto score = ScoreRun(run.path());
+  EXPECT_TRUE(score.ok()) << score.status();
+  return score.ok() ? score->false_positives : std::vector<std::string>{"(no score)"};
+}
+
 // The model offered a switch's uplinks more than they carry from 10 s to
 // 30 s (truth's "oversubscription"): the finding that says so then is
 // explained; one on a switch the model never over-offered is not.
 TEST(ScoreTest, OversubscriptionIsExplainedOnlyWhereAndWhenTheModelOverOffered) {
-  testing::TempDir run;
-  testing::WriteFile(run / "topology.yaml", kTwoRacks);
-  nlohmann::json truth = {{"scenario", "oversubscribed"}, {"start_unix_us", kStart}, {"duration_s", 60.0},
-                          {"faults", nlohmann::json::array()}, {"jobs", nlohmann::json::array()}};
-  truth["conditions"] = {{{"kind", "oversubscription"},
-                          {"target", "z1-rtsw01"},
-                          {"start_unix_us", kStart + 10 * kSecond},
-                          {"end_unix_us", kStart + 30 * kSecond}}};
-  testing::WriteFile(run / "truth.json", truth.dump());
-  {
-    auto store = collector::Store::Open({.path = run / "collector.db", .relaxed_durability = true});
-    ASSERT_TRUE(store.ok()) << store.status();
-    v1::Anomaly there = Anomaly(1, "oversubscription", "z1-rtsw01", 12, 13, v1::SEVERITY_INFO);
-    there.set_end_us(kStart + 31 * kSecond);
-    const v1::Anomaly elsewhere = Anomaly(2, "oversubscription", "z1-rtsw02", 12, 13, v1::SEVERITY_INFO);
-    v1::Anomaly later = Anomaly(3, "oversubscription", "z1-rtsw01", 45, 46, v1::SEVERITY_INFO);
-    const std::vector<v1::Anomaly> anomalies = {there, elsewhere, later};
-    ASSERT_TRUE((*store)->anomalies().Write(anomalies).ok());
-  }
-  auto score = ScoreRun(run.path());
-  ASSERT_TRUE(score.ok()) << score.status();
-  EXPECT_EQ(score->false_positives,
+  v1::Anomaly there = Anomaly(1, "oversubscription", "z1-rtsw01", 12, 13, v1::SEVERITY_INFO);
+  there.set_end_us(kStart + 31 * kSecond);
+  const v1::Anomaly elsewhere = Anomaly(2, "oversubscription", "z1-rtsw02", 12, 13, v1::SEVERITY_INFO);
+  const v1::Anomaly later = Anomaly(3, "oversubscription", "z1-rtsw01", 45, 46, v1::SEVERITY_INFO);
+  EXPECT_EQ(FalsePositivesUnder({Condition("oversubscription", "z1-rtsw01", 10, 30)}, {there, elsewhere, later}),
             (std::vector<std::string>{"oversubscription z1-rtsw02", "oversubscription z1-rtsw01"}));
 }
 
@@ -197,34 +208,16 @@ TEST(ScoreTest, OversubscriptionIsExplainedOnlyWhereAndWhenTheModelOverOffered) 
 // congestion makes on a lossless fabric, and pauses well after it ended are
 // nobody's.
 TEST(ScoreTest, PausesWhileTheModelOverOfferedAreExplainedByIt) {
-  testing::TempDir run;
-  testing::WriteFile(run / "topology.yaml", kTwoRacks);
-  nlohmann::json truth = {{"scenario", "oversubscribed"}, {"start_unix_us", kStart}, {"duration_s", 60.0},
-                          {"faults", nlohmann::json::array()}, {"jobs", nlohmann::json::array()}};
-  truth["conditions"] = {{{"kind", "oversubscription"},
-                          {"target", "z1-rtsw01"},
-                          {"start_unix_us", kStart + 10 * kSecond},
-                          {"end_unix_us", kStart + 30 * kSecond}},
-                         {{"kind", "ecmp_collision"},
-                          {"target", "z1-rtsw02"},
-                          {"start_unix_us", kStart + 40 * kSecond},
-                          {"end_unix_us", kStart + 42 * kSecond}}};
-  testing::WriteFile(run / "truth.json", truth.dump());
-  {
-    auto store = collector::Store::Open({.path = run / "collector.db", .relaxed_durability = true});
-    ASSERT_TRUE(store.ok()) << store.status();
-    v1::Anomaly paused = Anomaly(1, "pfc_pause", "host01/mlx5_0", 12, 13, v1::SEVERITY_WARNING);
-    paused.set_end_us(kStart + 14 * kSecond);
-    const v1::Anomaly full = Anomaly(2, "buffer_high", "z1-rtsw01/Ethernet0", 11, 12, v1::SEVERITY_INFO);
-    const v1::Anomaly lost = Anomaly(3, "silent_loss", "host02/mlx5_0", 12, 13, v1::SEVERITY_WARNING);
-    const v1::Anomaly collided = Anomaly(4, "pfc_pause", "host03/mlx5_0", 41, 42, v1::SEVERITY_WARNING);
-    const v1::Anomaly after = Anomaly(5, "pfc_pause", "host04/mlx5_0", 55, 56, v1::SEVERITY_WARNING);
-    const std::vector<v1::Anomaly> anomalies = {paused, full, lost, collided, after};
-    ASSERT_TRUE((*store)->anomalies().Write(anomalies).ok());
-  }
-  auto score = ScoreRun(run.path());
-  ASSERT_TRUE(score.ok()) << score.status();
-  EXPECT_EQ(score->false_positives, (std::vector<std::string>{"silent_loss host02/mlx5_0", "pfc_pause host04/mlx5_0"}));
+  v1::Anomaly paused = Anomaly(1, "pfc_pause", "host01/mlx5_0", 12, 13, v1::SEVERITY_WARNING);
+  paused.set_end_us(kStart + 14 * kSecond);
+  const v1::Anomaly full = Anomaly(2, "buffer_high", "z1-rtsw01/Ethernet0", 11, 12, v1::SEVERITY_INFO);
+  const v1::Anomaly lost = Anomaly(3, "silent_loss", "host02/mlx5_0", 12, 13, v1::SEVERITY_WARNING);
+  const v1::Anomaly collided = Anomaly(4, "pfc_pause", "host03/mlx5_0", 41, 42, v1::SEVERITY_WARNING);
+  const v1::Anomaly after = Anomaly(5, "pfc_pause", "host04/mlx5_0", 55, 56, v1::SEVERITY_WARNING);
+  EXPECT_EQ(FalsePositivesUnder({Condition("oversubscription", "z1-rtsw01", 10, 30),
+                                 Condition("ecmp_collision", "z1-rtsw02", 40, 42)},
+                                {paused, full, lost, collided, after}),
+            (std::vector<std::string>{"silent_loss host02/mlx5_0", "pfc_pause host04/mlx5_0"}));
 }
 
 // A queue's drop threshold on a CTSW acts only on the traffic through it.
