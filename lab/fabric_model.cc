@@ -1293,10 +1293,9 @@ void FabricModel::MarkObservable(double dt) {
     }
     if (!fault.observable && CanShow(fault, dt)) {
       fault.observable = true;
-      // ECN off shows over a whole interval of its acting: counted from
-      // when that began.
-      fault.observable_from_s =
-          fault.spec.kind() == v1::FAULT_KIND_ECN_MISCONFIG ? fault.acting_since_s : now_s_;
+      // A fault on traffic shows from when it began to act (ECN off only
+      // after a whole interval of it: CanShow).
+      fault.observable_from_s = fault.acts_on_traffic ? fault.acting_since_s : now_s_;
     }
   }
 }

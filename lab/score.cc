@@ -304,24 +304,24 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     bool explained = false;
     if (a.kind() == "job_stalled")
       for (const Window& w : lab_late) explained |= a.start_us() >= w.start && a.start_us() <= w.end;
-    auto during = [&](const std::vector<Window>& conditions) {
+    // Whether the finding overlaps one of the conditions, on its target or
+    // (anywhere) on any entity.
+    auto during = [&](const std::vector<Window>& conditions, bool anywhere) {
       for (const Window& w : conditions)
-        if (NamesTarget(**topology, w.target, a.entity()) && a.start_us() <= w.end &&
+        if ((anywhere || NamesTarget(**topology, w.target, a.entity())) && a.start_us() <= w.end &&
             (a.end_us() == 0 || a.end_us() >= w.start - grace))
           return true;
       return false;
     };
-    if (a.kind() == "ecmp_imbalance") explained |= during(collisions);
-    if (a.kind() == "oversubscription") explained |= during(oversubscribed);
+    if (a.kind() == "ecmp_imbalance") explained |= during(collisions, false);
+    if (a.kind() == "oversubscription") explained |= during(oversubscribed, false);
     // Congestion the model made without a fault (flows colliding on an
     // uplink, uplinks offered more than they carry) pauses and fills
     // queues, and slows the jobs it lands on: those consequences are
     // explained while it lasts, as a fault's are, whether or not the
     // finding that names it came first (a lab running late names it late).
     if (IsCongestionConsequence(a.kind()))
-      for (const auto* conditions : {&collisions, &oversubscribed})
-        for (const Window& w : *conditions)
-          explained |= a.start_us() <= w.end && (a.end_us() == 0 || a.end_us() >= w.start - grace);
+      explained |= during(collisions, true) || during(oversubscribed, true);
     for (const Window& w : windows) {
       if (NamesTarget(**topology, w.target, a.entity())) explained = true;
       if (IsConsequenceKind(a.kind()) && a.start_us() <= w.end && (a.end_us() == 0 || a.end_us() >= w.start))
