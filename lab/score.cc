@@ -285,6 +285,10 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
   // late stretch ended and 1.3 s before the next began).
   constexpr int64_t kPollUs = 1'000'000;
   std::vector<Window> lab_late;
+  // Every stretch the lab slipped ("lab_slip"), however short: slips that
+  // add up to a poll interval inside the silence a stall was called on
+  // made that silence, as one long slip does.
+  std::vector<Window> lab_slips;
   if (truth.contains("conditions") && truth["conditions"].is_array())
     for (const auto& c : truth["conditions"]) {
       const std::string kind = c.value("kind", "");
@@ -298,12 +302,19 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
         lab_late.push_back({from - kPollUs, to + kPollUs, ""});
         score.lab_late_s += static_cast<double>(to - from) / 1e6;
       }
+      if (kind == "lab_slip") lab_slips.push_back({w.start, c.value("end_unix_us", int64_t{0}), ""});
     }
   for (const auto& a : *anomalies) {
     if (a.caused_by() != 0) continue;
     bool explained = false;
-    if (a.kind() == "job_stalled")
+    if (a.kind() == "job_stalled") {
       for (const Window& w : lab_late) explained |= a.start_us() >= w.start && a.start_us() <= w.end;
+      // The silence: from the last collective to when it was called a stall.
+      const int64_t called = a.detected_us() != 0 ? a.detected_us() : a.end_us();
+      int64_t slipped = 0;
+      for (const Window& w : lab_slips) slipped += std::max<int64_t>(0, std::min(w.end, called) - std::max(w.start, a.start_us()));
+      explained |= slipped >= kPollUs;
+    }
     // Whether the finding overlaps one of the conditions, on its target or
     // (anywhere) on any entity.
     auto during = [&](const std::vector<Window>& conditions, bool anywhere) {

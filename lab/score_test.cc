@@ -169,6 +169,42 @@ nlohmann::json Condition(const std::string& kind, const std::string& target, dou
           {"end_unix_us", kStart + static_cast<int64_t>(to_s * 1e6)}};
 }
 
+// Slips each shorter than a poll interval ("lab_slip") add up: a stall
+// called on a silence the lab lengthened by a second or more in all is the
+// lab's; one it lengthened by less, or whose slips came outside the
+// silence, is still a finding nothing explains.
+TEST(ScoreTest, SlipsThatAddUpToAPollIntervalInAStallsSilenceAreTheLabs) {
+  testing::TempDir run;
+  testing::WriteFile(run / "topology.yaml", kTwoRacks);
+  nlohmann::json truth = {{"scenario", "slips"}, {"start_unix_us", kStart}, {"duration_s", 60.0},
+                          {"faults", nlohmann::json::array()}, {"jobs", nlohmann::json::array()}};
+  // 0.4 s at 11 s, 12 s and 13 s: 1.2 s in all between 11 and 14 s.
+  // 0.4 s at 31 s: alone.
+  truth["conditions"] = {Condition("lab_slip", "", 11, 11.4), Condition("lab_slip", "", 12, 12.4),
+                         Condition("lab_slip", "", 13, 13.4), Condition("lab_slip", "", 31, 31.4)};
+  testing::WriteFile(run / "truth.json", truth.dump());
+  {
+    auto store = collector::Store::Open({.path = run / "collector.db", .relaxed_durability = true});
+    ASSERT_TRUE(store.ok()) << store.status();
+    // Silent from 10.5 s, called at 15.5 s: 1.2 s of it the lab's.
+    v1::Anomaly slipped = Anomaly(1, "job_stalled", "4711", 10.5, 15.5, v1::SEVERITY_CRITICAL);
+    // Silent from 11.9 s: 0.8 s of it the lab's.
+    v1::Anomaly partly = Anomaly(2, "job_stalled", "4712", 11.9, 16.9, v1::SEVERITY_CRITICAL);
+    // Silent from 30 s: 0.4 s.
+    v1::Anomaly alone = Anomaly(3, "job_stalled", "4713", 30, 35, v1::SEVERITY_CRITICAL);
+    // Silent from 20 s, after the slips.
+    v1::Anomaly later = Anomaly(4, "job_stalled", "4714", 20, 25, v1::SEVERITY_CRITICAL);
+    const std::vector<v1::Anomaly> anomalies = {slipped, partly, alone, later};
+    ASSERT_TRUE((*store)->anomalies().Write(anomalies).ok());
+  }
+  auto score = ScoreRun(run.path());
+  ASSERT_TRUE(score.ok()) << score.status();
+  std::vector<std::string> unexplained = score->false_positives;
+  std::sort(unexplained.begin(), unexplained.end());
+  EXPECT_EQ(unexplained, (std::vector<std::string>{"job_stalled 4712", "job_stalled 4713", "job_stalled 4714"}));
+  EXPECT_DOUBLE_EQ(score->lab_late_s, 0.0) << "slips are not counted as the lab running late";
+}
+
 // The false positives of a run with no fault and no job, whose truth has
 // `conditions` and whose store has `anomalies`.
 std::vector<std::string> FalsePositivesUnder(const std::vector<nlohmann::json>& conditions,
