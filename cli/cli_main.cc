@@ -152,7 +152,8 @@ int RocefabCliMain(int argc, char** argv) {
   for (auto* cmd : {drain, undrain}) {
     cmd->add_option("kind", control.kind, "link or switch")->required()->check(CLI::IsMember({"link", "switch"}));
     cmd->add_option("name", control.name, "a port (device/port) for a link, or a switch name")->required();
-    cmd->add_option("--reason", control.reason, "why, for the audit log");
+    cmd->add_option("--reason", control.reason,
+                    cmd == drain ? "why, for the audit log (required)" : "why, for the audit log");
   }
   drain->add_flag("--force", control.force,
                   "drain even below the policy's minimum uplink capacity, or a host-facing port (its jobs stall)");

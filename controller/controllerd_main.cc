@@ -32,7 +32,7 @@ int RocefabControllerdMain(int argc, char** argv) {
   using namespace rocefab;
   SetUpDaemonProcess();
   constexpr char kProgram[] = "rocefab-controllerd";
-  CLI::App app{"rocefab-controllerd: compiles routing (ecmp, eecmp, path-pinning, te) and QoS policy "
+  CLI::App app{"rocefab-controllerd: compiles routing (ecmp, eecmp, path_pinning, te) and QoS policy "
                "over the fabric topology into per-switch desired config and rolls it out safely.\n"
                "Flags override the config file."};
   app.get_formatter()->column_width(36);

@@ -93,10 +93,10 @@ int RocefabHostdMain(int argc, char** argv) {
                "do not use netlink: link state, DCB and RDMA counters come from sysfs and ethtool only");
   app.add_option("--spool-dir", spool_dir,
                  "keep unacked batches in files here too, so an agent restart loses none "
-                 "(e.g. /var/lib/rocefab/hostd-spool)");
+                 "(e.g. /var/lib/rocefab-hostd/spool)");
   std::vector<std::string> inspector_globs;
   app.add_option("--inspector-glob", inspector_globs,
-                 "NCCL Inspector dump directories to follow, e.g. '/var/log/nccl-inspector-*' "
+                 "NCCL Inspector dump directories to follow, e.g. '/var/log/nccl-inspector/nccl-inspector-*' "
                  "(repeatable)");
   app.add_flag("--once", once, "print one snapshot of cumulative values and exit");
   app.add_option("-o,--output", output, "--once output format")
@@ -108,7 +108,7 @@ int RocefabHostdMain(int argc, char** argv) {
   MetricsFlags metrics_flags;
   AddMetricsFlags(app, &metrics_flags,
                   "Prometheus /metrics address (the agent's own metrics, docs/metrics.md), e.g. "
-                  "0.0.0.0:9412; default none");
+                  "0.0.0.0:9414; default none");
   if (const int code = ParseFlags(app, argc, argv); code >= 0) return code;
 
   constexpr char kProgram[] = "rocefab-hostd";

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Slurm epilog (slurm.conf: EpilogSlurmctld=/etc/rocefab/slurm/epilog.sh):
+# Slurm epilog (slurm.conf: EpilogSlurmctld=/usr/share/rocefab/slurm/epilog.sh):
 # marks the job ended in rocefab-collectord. Never fails the job.
 set -u
 set -a  # the rocefab CLI reads ROCEFAB_TLS_* from the environment

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Slurm prolog (slurm.conf: PrologSlurmctld=/etc/rocefab/slurm/prolog.sh, run
+# Slurm prolog (slurm.conf: PrologSlurmctld=/usr/share/rocefab/slurm/prolog.sh, run
 # once per job on the controller): registers the job and its ranks with
 # rocefab-collectord, so diagnosis knows which NICs and paths the job uses.
 # A failure is logged and never blocks the job.
