@@ -86,6 +86,7 @@ nlohmann::json RunScore::ToJson() const {
                            {"detected", f.detected},
                            {"already_named", f.already_named},
                            {"detection_latency_s", f.latency_s >= 0 ? nlohmann::json(f.latency_s) : nlohmann::json(nullptr)},
+                           {"lab_slip_s", f.lab_slip_s},
                            {"top1", f.top1},
                            {"top1_kind", f.top1_kind},
                            {"top1_entity", f.top1_entity},
@@ -184,6 +185,7 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     windows.push_back(std::move(w));
   }
   size_t fault_index = 0;
+  std::vector<int64_t> fault_starts;  // score.faults' onsets, in Unix µs
   for (const auto& f : truth["faults"]) {
     if (!counted(f)) continue;
     const Window& self = windows[fault_index++];
@@ -193,6 +195,7 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     fs.tier = fs.kind == "job_contention" ? "job" : TargetTier(**topology, fs.target);
     fs.start_s = f.value("start_s", 0.0);
     const int64_t start = self.start;
+    fault_starts.push_back(start);
     const int64_t end = self.end - grace;
     for (const auto& a : *anomalies) {
       if (collector::IsJobSymptomKind(a.kind())) continue;
@@ -304,6 +307,15 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
       }
       if (kind == "lab_slip") lab_slips.push_back({w.start, c.value("end_unix_us", int64_t{0}), ""});
     }
+  // How much of [from, to) the lab spent slipping.
+  auto slipped = [&](int64_t from, int64_t to) {
+    int64_t us = 0;
+    for (const Window& w : lab_slips) us += std::max<int64_t>(0, std::min(w.end, to) - std::max(w.start, from));
+    return us;
+  };
+  for (size_t i = 0; i < score.faults.size(); ++i)
+    if (FaultScore& f = score.faults[i]; f.latency_s >= 0)
+      f.lab_slip_s = static_cast<double>(slipped(0, fault_starts[i] + static_cast<int64_t>(f.latency_s * 1e6))) / 1e6;
   for (const auto& a : *anomalies) {
     if (a.caused_by() != 0) continue;
     bool explained = false;
@@ -311,9 +323,7 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
       for (const Window& w : lab_late) explained |= a.start_us() >= w.start && a.start_us() <= w.end;
       // The silence: from the last collective to when it was called a stall.
       const int64_t called = a.detected_us() != 0 ? a.detected_us() : a.end_us();
-      int64_t slipped = 0;
-      for (const Window& w : lab_slips) slipped += std::max<int64_t>(0, std::min(w.end, called) - std::max(w.start, a.start_us()));
-      explained |= slipped >= kPollUs;
+      explained |= slipped(a.start_us(), called) >= kPollUs;
     }
     // Whether the finding overlaps one of the conditions, on its target or
     // (anywhere) on any entity.

@@ -40,6 +40,12 @@ struct FaultScore {
   // link). Such a fault has no detection latency.
   bool already_named = false;
   double latency_s = -1;
+  // How long the lab slipped behind the wall clock from the run's start to
+  // the fault's detection (truth.json "lab_slip"). Truth's times are the
+  // model's laid on the wall clock from the start, so all of it is in the
+  // measured latency: before the onset it moved the fault later, after it
+  // the counters and records that showed it.
+  double lab_slip_s = 0;
   bool top1 = false;
   std::string top1_kind, top1_entity;
   std::string tier;  // TargetTier of the target

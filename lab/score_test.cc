@@ -172,12 +172,14 @@ nlohmann::json Condition(const std::string& kind, const std::string& target, dou
 // Slips each shorter than a poll interval ("lab_slip") add up: a stall
 // called on a silence the lab lengthened by a second or more in all is the
 // lab's; one it lengthened by less, or whose slips came outside the
-// silence, is still a finding nothing explains.
+// silence, is still a finding nothing explains. A fault's latency holds
+// every slip from the run's start to its detection, before its onset too.
 TEST(ScoreTest, SlipsThatAddUpToAPollIntervalInAStallsSilenceAreTheLabs) {
   testing::TempDir run;
   testing::WriteFile(run / "topology.yaml", kTwoRacks);
   nlohmann::json truth = {{"scenario", "slips"}, {"start_unix_us", kStart}, {"duration_s", 60.0},
-                          {"faults", nlohmann::json::array()}, {"jobs", nlohmann::json::array()}};
+                          {"faults", {Fault("lossy_link", "z1-rtsw01/Ethernet8", 50)}},
+                          {"jobs", nlohmann::json::array()}};
   // 0.4 s at 11 s, 12 s and 13 s: 1.2 s in all between 11 and 14 s.
   // 0.4 s at 31 s: alone.
   truth["conditions"] = {Condition("lab_slip", "", 11, 11.4), Condition("lab_slip", "", 12, 12.4),
@@ -194,7 +196,11 @@ TEST(ScoreTest, SlipsThatAddUpToAPollIntervalInAStallsSilenceAreTheLabs) {
     v1::Anomaly alone = Anomaly(3, "job_stalled", "4713", 30, 35, v1::SEVERITY_CRITICAL);
     // Silent from 20 s, after the slips.
     v1::Anomaly later = Anomaly(4, "job_stalled", "4714", 20, 25, v1::SEVERITY_CRITICAL);
-    const std::vector<v1::Anomaly> anomalies = {slipped, partly, alone, later};
+    // Each stall over 6 s after it began, long before the fault.
+    for (v1::Anomaly* stall : {&slipped, &partly, &alone, &later}) stall->set_end_us(stall->start_us() + 6'000'000);
+    // The fault, found 2 s after its onset at 50 s, after every slip.
+    const v1::Anomaly found = Anomaly(5, "link_errors", "z1-rtsw01/Ethernet8", 50, 52, v1::SEVERITY_CRITICAL);
+    const std::vector<v1::Anomaly> anomalies = {slipped, partly, alone, later, found};
     ASSERT_TRUE((*store)->anomalies().Write(anomalies).ok());
   }
   auto score = ScoreRun(run.path());
@@ -203,6 +209,9 @@ TEST(ScoreTest, SlipsThatAddUpToAPollIntervalInAStallsSilenceAreTheLabs) {
   std::sort(unexplained.begin(), unexplained.end());
   EXPECT_EQ(unexplained, (std::vector<std::string>{"job_stalled 4712", "job_stalled 4713", "job_stalled 4714"}));
   EXPECT_DOUBLE_EQ(score->lab_late_s, 0.0) << "slips are not counted as the lab running late";
+  ASSERT_EQ(score->faults.size(), 1u);
+  EXPECT_TRUE(score->faults[0].detected);
+  EXPECT_NEAR(score->faults[0].lab_slip_s, 1.6, 1e-6) << "every slip from the run's start to its detection";
 }
 
 // The false positives of a run with no fault and no job, whose truth has
