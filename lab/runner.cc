@@ -385,18 +385,18 @@ nlohmann::json TruthJson(const v1::Scenario& scenario, const FabricModel& model,
                               {"target", sw},
                               {"start_unix_us", start_unix_us + static_cast<int64_t>(from_s * 1e6)},
                               {"end_unix_us", start_unix_us + static_cast<int64_t>(to_s * 1e6)}});
-  // Seconds in which the lab wrote nothing because it could not keep up
+  // Seconds ("lab_late") in which the lab wrote nothing because it could not keep up
   // (a loaded machine): the counters and records of that time came late,
   // and a job seen completing nothing meanwhile is the lab's doing.
-  for (const auto& [from_us, to_us] : late)
-    conditions.push_back({{"kind", "lab_late"}, {"target", ""}, {"start_unix_us", from_us}, {"end_unix_us", to_us}});
-  // And every stretch the lab slipped, however short: a tick that started
-  // late pushes everything after it that much later on the wall clock, so
-  // slips under a poll interval each still add up (a generated run, seed
-  // 61 run 43: a collective every 2 s came 4.9 s after the one before,
-  // with one slip of 1.3 s logged and 1.5 s more in shorter ones).
-  for (const auto& [from_us, to_us] : slips)
-    conditions.push_back({{"kind", "lab_slip"}, {"target", ""}, {"start_unix_us", from_us}, {"end_unix_us", to_us}});
+  // And ("lab_slip") every stretch the lab slipped, however short: a tick
+  // that started late pushes everything after it that much later on the
+  // wall clock, so slips under a poll interval each still add up (a
+  // generated run, seed 61 run 43: a collective every 2 s came 4.9 s after
+  // the one before, with one slip of 1.3 s logged and 1.5 s more in
+  // shorter ones).
+  for (const auto& [kind, spans] : {std::pair{"lab_late", &late}, std::pair{"lab_slip", &slips}})
+    for (const auto& [from_us, to_us] : *spans)
+      conditions.push_back({{"kind", kind}, {"target", ""}, {"start_unix_us", from_us}, {"end_unix_us", to_us}});
   return {{"scenario", scenario.name()},
           {"start_unix_us", start_unix_us},
           {"duration_s", model.now_s()},

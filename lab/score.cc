@@ -184,8 +184,49 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     }
     windows.push_back(std::move(w));
   }
+  // Collisions on a switch's uplinks explain the finding that names them,
+  // while they last (and clear_grace_s after: a finding clears a little
+  // after its cause).
+  std::vector<Window> collisions;
+  // And more offered to a switch's group of links than it carries explains
+  // the finding that says so, the same way.
+  std::vector<Window> oversubscribed;
+  // The lab fell behind the wall clock (runner.cc, "lab_late"): a job
+  // whose last collective came in it, or within a poll interval before or
+  // after it, stalled on the lab, not on the fabric. After: what the lab
+  // wrote while it caught up reaches the collector at the agents' next
+  // poll, and a lab that catches up for a moment and falls behind again
+  // leaves its records that much later (the shipped clean run, four at a
+  // time on 2 cores: a stall whose last collective came 0.4 ms after one
+  // late stretch ended and 1.3 s before the next began).
+  constexpr int64_t kPollUs = 1'000'000;
+  std::vector<Window> lab_late;
+  // Every stretch the lab slipped ("lab_slip"), however short: slips that
+  // add up to a poll interval inside the silence a stall was called on
+  // made that silence, as one long slip does.
+  std::vector<Window> lab_slips;
+  if (truth.contains("conditions") && truth["conditions"].is_array())
+    for (const auto& c : truth["conditions"]) {
+      const std::string kind = c.value("kind", "");
+      const Window w{.start = c.value("start_unix_us", int64_t{0}),
+                     .end = c.value("end_unix_us", int64_t{0}) + grace,
+                     .target = c.value("target", "")};
+      if (kind == "ecmp_collision") collisions.push_back(w);
+      if (kind == "oversubscription") oversubscribed.push_back(w);
+      if (kind == "lab_late") {
+        const int64_t from = c.value("start_unix_us", int64_t{0}), to = c.value("end_unix_us", int64_t{0});
+        lab_late.push_back({from - kPollUs, to + kPollUs, ""});
+        score.lab_late_s += static_cast<double>(to - from) / 1e6;
+      }
+      if (kind == "lab_slip") lab_slips.push_back({w.start, c.value("end_unix_us", int64_t{0}), ""});
+    }
+  // How much of [from, to) the lab spent slipping.
+  auto slipped = [&](int64_t from, int64_t to) {
+    int64_t us = 0;
+    for (const Window& w : lab_slips) us += std::max<int64_t>(0, std::min(w.end, to) - std::max(w.start, from));
+    return us;
+  };
   size_t fault_index = 0;
-  std::vector<int64_t> fault_starts;  // score.faults' onsets, in Unix µs
   for (const auto& f : truth["faults"]) {
     if (!counted(f)) continue;
     const Window& self = windows[fault_index++];
@@ -195,7 +236,6 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
     fs.tier = fs.kind == "job_contention" ? "job" : TargetTier(**topology, fs.target);
     fs.start_s = f.value("start_s", 0.0);
     const int64_t start = self.start;
-    fault_starts.push_back(start);
     const int64_t end = self.end - grace;
     for (const auto& a : *anomalies) {
       if (collector::IsJobSymptomKind(a.kind())) continue;
@@ -269,53 +309,10 @@ absl::StatusOr<RunScore> ScoreRun(const std::string& run_dir, const ScoreOptions
       }
       if (!found) fs.top1 = false;
     }
+    if (fs.latency_s >= 0)
+      fs.lab_slip_s = static_cast<double>(slipped(0, start + static_cast<int64_t>(fs.latency_s * 1e6))) / 1e6;
     score.faults.push_back(std::move(fs));
   }
-  // Collisions on a switch's uplinks explain the finding that names them,
-  // while they last (and clear_grace_s after: a finding clears a little
-  // after its cause).
-  std::vector<Window> collisions;
-  // And more offered to a switch's group of links than it carries explains
-  // the finding that says so, the same way.
-  std::vector<Window> oversubscribed;
-  // The lab fell behind the wall clock (runner.cc, "lab_late"): a job
-  // whose last collective came in it, or within a poll interval before or
-  // after it, stalled on the lab, not on the fabric. After: what the lab
-  // wrote while it caught up reaches the collector at the agents' next
-  // poll, and a lab that catches up for a moment and falls behind again
-  // leaves its records that much later (the shipped clean run, four at a
-  // time on 2 cores: a stall whose last collective came 0.4 ms after one
-  // late stretch ended and 1.3 s before the next began).
-  constexpr int64_t kPollUs = 1'000'000;
-  std::vector<Window> lab_late;
-  // Every stretch the lab slipped ("lab_slip"), however short: slips that
-  // add up to a poll interval inside the silence a stall was called on
-  // made that silence, as one long slip does.
-  std::vector<Window> lab_slips;
-  if (truth.contains("conditions") && truth["conditions"].is_array())
-    for (const auto& c : truth["conditions"]) {
-      const std::string kind = c.value("kind", "");
-      const Window w{.start = c.value("start_unix_us", int64_t{0}),
-                     .end = c.value("end_unix_us", int64_t{0}) + grace,
-                     .target = c.value("target", "")};
-      if (kind == "ecmp_collision") collisions.push_back(w);
-      if (kind == "oversubscription") oversubscribed.push_back(w);
-      if (kind == "lab_late") {
-        const int64_t from = c.value("start_unix_us", int64_t{0}), to = c.value("end_unix_us", int64_t{0});
-        lab_late.push_back({from - kPollUs, to + kPollUs, ""});
-        score.lab_late_s += static_cast<double>(to - from) / 1e6;
-      }
-      if (kind == "lab_slip") lab_slips.push_back({w.start, c.value("end_unix_us", int64_t{0}), ""});
-    }
-  // How much of [from, to) the lab spent slipping.
-  auto slipped = [&](int64_t from, int64_t to) {
-    int64_t us = 0;
-    for (const Window& w : lab_slips) us += std::max<int64_t>(0, std::min(w.end, to) - std::max(w.start, from));
-    return us;
-  };
-  for (size_t i = 0; i < score.faults.size(); ++i)
-    if (FaultScore& f = score.faults[i]; f.latency_s >= 0)
-      f.lab_slip_s = static_cast<double>(slipped(0, fault_starts[i] + static_cast<int64_t>(f.latency_s * 1e6))) / 1e6;
   for (const auto& a : *anomalies) {
     if (a.caused_by() != 0) continue;
     bool explained = false;
