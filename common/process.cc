@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <thread>
 
@@ -104,7 +105,13 @@ std::optional<int> Subprocess::WaitFor(std::chrono::milliseconds timeout) {
   return ExitCode();
 }
 
-NotifySocket::NotifySocket(std::string path) : path_(std::move(path)) {
+NotifySocket::NotifySocket(std::string path) {
+  // sd_notify(3) takes NOTIFY_SOCKET only as an absolute path (or an
+  // abstract name): a relative one, as a relative run directory gives,
+  // would never hear the daemon.
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  path_ = ec ? std::move(path) : absolute.lexically_normal().string();
   sockaddr_un addr{};
   if (path_.size() >= sizeof(addr.sun_path)) return;
   ::unlink(path_.c_str());
