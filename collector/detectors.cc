@@ -728,23 +728,38 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       // had named, as deep as before, came back as a hot spot.) A link down
       // or flapping moves routes: there, the collision is judged afresh.
       if (near_fault && !near_moved) {
-        const std::string key = StrCat("ecmp_imbalance|", device);
-        const auto open = active_.find(key);
+        // The collision open on the group: named by the switch the links
+        // lead to, or by one switch above whose parallel links they are.
+        std::string owner = device;
+        auto open = active_.find(StrCat("ecmp_imbalance|", device));
+        if (toward)
+          for (const Uplink& u : ups) {
+            if (open != active_.end()) break;
+            owner = EntityDevice(u.e->entity);
+            open = active_.find(StrCat("ecmp_imbalance|", owner));
+            if (open == active_.end()) continue;
+            bool ours = false;  // its evidence is links of this group, not the switch's uplinks
+            for (const v1::Evidence& ev : open->second.anomaly.evidence())
+              for (const Uplink& link : ups) ours |= ev.entity() == link.e->entity;
+            if (!ours) open = active_.end();
+          }
         if (open == active_.end()) return;
-        if (auto im = device_imbalance.find(device); im != device_imbalance.end() && !im->second.key.empty()) return;
+        const std::string key = open->first;
+        if (auto im = device_imbalance.find(owner); im != device_imbalance.end() && !im->second.key.empty()) return;
         const v1::Anomaly& was = open->second.anomaly;
         for (const Uplink& u : ups) {
           if (!own_congestion(u)) continue;
           bool named = false;
           for (const v1::Evidence& ev : was.evidence()) named |= ev.entity() == u.e->entity;
           if (!named) continue;
-          Hit h{was.kind(), device, was.severity(), was.magnitude(), was.start_us()};
+          Hit h{was.kind(), owner, was.severity(), was.magnitude(), was.start_us()};
           h.summary = was.summary();
-          Imbalance& im = device_imbalance[device];
+          Imbalance& im = device_imbalance[owner];
           im.uplinks |= !toward;
           im.key = key;
           if (toward)
-            for (const Uplink& link : ups) toward_imbalance[link.e->entity] = key;
+            for (const Uplink& link : ups)
+              if (owner == device || EntityDevice(link.e->entity) == owner) toward_imbalance[link.e->entity] = key;
           device_collision.try_emplace(toward ? EntityDevice(u.e->entity) : device, key);
           hits->push_back(std::move(h));
           break;
@@ -795,35 +810,68 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         }
         h.start_us = std::min(h.start_us, first.start_us);
       }
+      // Links toward a switch that one switch above has in parallel are
+      // chosen among by that switch's own hash, after the hashes upstream
+      // brought the flows to it. Where the busiest is far above the mean of
+      // its sender's own links, the placement went wrong at that sender (a
+      // skewed ECMP group, or its hash colliding the flows): the finding
+      // names it and its links. (A generated run, seed 62 run 7: a CTSW
+      // hashing onto 2 of its 8 links toward a rack switch was named by the
+      // rack switch.)
+      std::string owner = device;
+      const Uplink* least = coldest;
+      double base = mean;
+      if (toward) {
+        const std::string sender = EntityDevice(hottest->e->entity);
+        double own_sum = 0;
+        size_t own = 0;
+        for (const Uplink& u : ups)
+          if (EntityDevice(u.e->entity) == sender) own_sum += u.util, ++own, least = &u;
+        if (own >= 2 && hottest->util >= kUplinkImbalance * own_sum / static_cast<double>(own)) {
+          owner = sender;
+          base = own_sum / static_cast<double>(own);
+        } else {
+          least = coldest;
+        }
+      }
+      const bool parallel = owner != device;
+      h.entity = owner;
+      h.magnitude = std::min(1.0, (hottest->util / base - 1) / 2);
+      const std::string key = StrCat(h.kind, "|", h.entity);
       std::vector<std::string> hot;
-      Imbalance& im = device_imbalance[device];
+      Imbalance& im = device_imbalance[owner];
       im.uplinks |= !toward;
       for (const Uplink& u : ups) {
-        if (u.util < kUplinkImbalance * mean) break;
-        if (!own_congestion(u)) continue;
+        if (u.util < kUplinkImbalance * base) break;
+        if (!own_congestion(u) || (parallel && EntityDevice(u.e->entity) != owner)) continue;
         hot.push_back(name(u));
-        device_collision.try_emplace(toward ? EntityDevice(u.e->entity) : device, StrCat(h.kind, "|", h.entity));
+        device_collision.try_emplace(toward ? EntityDevice(u.e->entity) : device, key);
         if (!toward)
           if (const std::string peer = PeerPort(topo, u.e->entity); !peer.empty())
-            uplinks_into.try_emplace(EntityDevice(peer), StrCat(h.kind, "|", h.entity));
+            uplinks_into.try_emplace(EntityDevice(peer), key);
         const double bytes = Delta(*u.e, "tx_bytes");
-        h.evidence.push_back(
-            Ev(*u.e, "tx_bytes", bytes, bytes / (interval_us / 1e6),
-               toward ? StrCat("congested link toward ", device, " at ", Ratio(u.util / mean),
-                               " the mean of the links toward it")
-                      : StrCat("congested uplink at ", Ratio(u.util / mean), " the mean of the switch's uplinks")));
+        h.evidence.push_back(Ev(
+            *u.e, "tx_bytes", bytes, bytes / (interval_us / 1e6),
+            parallel ? StrCat("congested link toward ", device, " at ", Ratio(u.util / base), " the mean of ", owner,
+                              "'s links toward it")
+            : toward ? StrCat("congested link toward ", device, " at ", Ratio(u.util / mean),
+                              " the mean of the links toward it")
+                     : StrCat("congested uplink at ", Ratio(u.util / mean), " the mean of the switch's uplinks")));
       }
-      const std::string key = StrCat(h.kind, "|", h.entity);
       if (toward)
-        for (const Uplink& u : ups) toward_imbalance[u.e->entity] = key;
+        for (const Uplink& u : ups)
+          if (!parallel || EntityDevice(u.e->entity) == owner) toward_imbalance[u.e->entity] = key;
+      size_t group = ups.size();
+      if (parallel) group = std::count_if(ups.begin(), ups.end(), [&](const Uplink& u) { return EntityDevice(u.e->entity) == owner; });
       const std::string what =
-          toward ? StrCat(hot.size(), " of the ", ups.size(), " links toward ", device, " from the tier above")
-                 : StrCat(hot.size(), " of ", ups.size(), " uplinks of ", device);
-      h.summary =
-          StrCat("flows collide on ", what, " (", absl::StrJoin(hot, ", "), " congested, the busiest at ",
-                 Ratio(hottest->util / mean), " the mean load and the least loaded ", name(*coldest), " at ",
-                 Ratio(coldest->util / mean),
-                 " in the latest reading) while no link is faulty: ECMP placed the traffic unevenly");
+          parallel ? StrCat(hot.size(), " of ", owner, "'s ", group, " parallel links toward ", device)
+          : toward ? StrCat(hot.size(), " of the ", group, " links toward ", device, " from the tier above")
+                   : StrCat(hot.size(), " of ", group, " uplinks of ", device);
+      h.summary = StrCat("flows collide on ", what, " (", absl::StrJoin(hot, ", "), " congested, the busiest at ",
+                         Ratio(hottest->util / base), " the mean load and the least loaded ", name(*least), " at ",
+                         Ratio(least->util / base), " in the latest reading) while no link is faulty: ",
+                         parallel ? StrCat(owner, "'s ECMP placed the traffic unevenly over its parallel links")
+                                  : "ECMP placed the traffic unevenly");
       // A switch whose uplinks and the links toward it both collide: one
       // finding, with both groups' evidence.
       if (!im.key.empty()) {
@@ -835,7 +883,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       // has its own uplinks colliding into the spine whose link toward
       // this one is the hottest, that is where the placement went wrong:
       // this collision is its consequence, whichever was seen first.
-      if (toward) {
+      if (toward && !parallel) {
         const std::string spine = EntityDevice(hottest->e->entity);
         const std::string* feeder = nullptr;
         if (auto into = uplinks_into.find(spine); into != uplinks_into.end()) {
@@ -864,7 +912,9 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     // reasons.
     auto oversubscribed = [&](const std::string& device, const std::vector<Uplink>& ups, bool toward) {
       if (ups.size() < 2 || link_faulted.count(device)) return;
-      if (toward ? toward_imbalance.count(ups.front().e->entity) > 0 : device_imbalance.count(device) > 0) return;
+      if (toward ? std::any_of(ups.begin(), ups.end(), [&](const Uplink& u) { return toward_imbalance.count(u.e->entity) > 0; })
+                 : device_imbalance.count(device) > 0)
+        return;
       double depth = 0, marked = 0, sum = 0;
       for (const Uplink& u : ups) {
         const auto full = queue_full.find(u.e->entity);
@@ -1190,12 +1240,18 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
   // switch's uplinks when its own uplinks collided (the finding's evidence
   // names ports of the switch itself), or a link toward the switch it
   // faces when the links toward that one collided (evidence on the tier
-  // above's ports).
+  // above's ports), or when the switch's own parallel links toward that
+  // one did (the finding is the switch's, its evidence those links).
   auto open_collision = [&](const std::string& device, const std::string& port) -> const std::string* {
     const std::string peer = PeerPort(topo, port);
     if (peer.empty()) return nullptr;
     const std::string peer_device = EntityDevice(peer);
     const bool up = FacesUp(topo, device, peer_device);
+    if (!up)
+      if (const auto own = active_.find(StrCat("ecmp_imbalance|", device)); own != active_.end())
+        for (const v1::Evidence& ev : own->second.anomaly.evidence())
+          if (EntityDevice(ev.entity()) == device && EntityDevice(PeerPort(topo, ev.entity())) == peer_device)
+            return &own->first;
     const auto it = active_.find(StrCat("ecmp_imbalance|", up ? device : peer_device));
     if (it == active_.end()) return nullptr;
     for (const v1::Evidence& ev : it->second.anomaly.evidence())

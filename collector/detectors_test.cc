@@ -1640,6 +1640,74 @@ TEST_F(TowardImbalanceTest, PausesRelayedByAPausedSwitchAreTheCollisionsConseque
     }
 }
 
+// Rack 1's switch reaches each spine over two parallel links, and each
+// spine's own hash chooses between its two.
+constexpr const char* kParallelLinks = R"yaml(
+switches:
+  - {name: z1-rtsw01, role: rtsw, zone: z1}
+  - {name: z1-ctsw01, role: ctsw, zone: z1}
+  - {name: z1-ctsw02, role: ctsw, zone: z1}
+hosts:
+  - {name: z1-r01-h1, zone: z1, rack: 1, nics: [{name: mlx5_0, netdev: eth0, gpu: 0, ip: 10.1.1.1}]}
+links:
+  - {a: z1-r01-h1/mlx5_0, b: z1-rtsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet8, b: z1-ctsw01/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet12, b: z1-ctsw01/Ethernet8, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet16, b: z1-ctsw02/Ethernet0, speed_gbps: 400}
+  - {a: z1-rtsw01/Ethernet20, b: z1-ctsw02/Ethernet8, speed_gbps: 400}
+)yaml";
+
+class ParallelLinksTest : public DetectorsFixture {
+ protected:
+  static constexpr const char* kToward[] = {"z1-ctsw01/Ethernet0", "z1-ctsw01/Ethernet8", "z1-ctsw02/Ethernet0",
+                                            "z1-ctsw02/Ethernet8"};
+  void SetUp() override {
+    UseTopology(kParallelLinks);
+    QuietPorts({kToward[0], kToward[1], kToward[2], kToward[3]});
+  }
+  // Seconds [from, to): the spines' links toward z1-rtsw01 send `shares`
+  // of line rate; the first holds a deep, marking queue when `deep`.
+  void Run(int from, int to, const std::vector<double>& shares, bool deep) {
+    fabric_.Set(v1::SCOPE_QUEUE, kToward[0], "queue_depth_bytes", deep ? 2'000'000 : 0, std::nullopt, 3);
+    for (int s = from; s < to; ++s) SendSecond(s, {kToward[0], kToward[1], kToward[2], kToward[3]}, shares, deep ? 20 : 0);
+  }
+};
+
+// z1-ctsw01 hashes every flow toward rack 1 onto one of its two links
+// there (a skewed ECMP group) while z1-ctsw02 spreads its own evenly: the
+// placement went wrong at z1-ctsw01, and the finding names it, not the
+// rack switch the links lead to.
+TEST_F(ParallelLinksTest, OneSpineCollidingOnItsOwnParallelLinksIsThatSpinesCollision) {
+  Run(0, 3, {0.3, 0.3, 0.3, 0.3}, false);
+  Run(3, 8, {1.0, 0.02, 0.5, 0.5}, true);
+  const auto* collision = Active("ecmp_imbalance");
+  ASSERT_NE(collision, nullptr);
+  EXPECT_EQ(collision->entity(), "z1-ctsw01") << collision->summary();
+  EXPECT_EQ(Active("ecmp_imbalance", "z1-rtsw01"), nullptr);
+  ASSERT_EQ(collision->evidence_size(), 1);
+  EXPECT_EQ(collision->evidence(0).entity(), kToward[0]);
+  EXPECT_NE(collision->summary().find("z1-ctsw01's 2 parallel links toward z1-rtsw01"), std::string::npos)
+      << collision->summary();
+  EXPECT_NE(collision->summary().find("least loaded z1-ctsw01/Ethernet8"), std::string::npos) << collision->summary();
+  EXPECT_EQ(Count("ecn_hotspot"), 0);
+  Run(8, 15, {0.5, 0.5, 0.5, 0.5}, false);
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr) << "spread evenly again, it clears";
+}
+
+// The hashes upstream sent rack 1's flows to z1-ctsw01, which spreads them
+// evenly over its two links: its links are busy and z1-ctsw02's idle. The
+// placement went wrong before the spine, and the finding names the rack
+// switch the links lead to, as with one link per spine.
+TEST_F(ParallelLinksTest, FlowsCollidingOnOneSpinesEvenlySpreadLinksAreTheRackSwitchsCollision) {
+  Run(0, 3, {0.3, 0.3, 0.3, 0.3}, false);
+  Run(3, 8, {1.0, 0.95, 0.05, 0.05}, true);
+  const auto* collision = Active("ecmp_imbalance");
+  ASSERT_NE(collision, nullptr);
+  EXPECT_EQ(collision->entity(), "z1-rtsw01") << collision->summary();
+  EXPECT_NE(collision->summary().find("links toward z1-rtsw01 from the tier above"), std::string::npos)
+      << collision->summary();
+}
+
 // Two racks under two spines. z1-rtsw01's link to z1-ctsw02 goes down:
 // z1-ctsw02 no longer reaches rack 1, so z1-rtsw02 sends every flow toward
 // rack 1 through z1-ctsw01, whose uplink fills (seed 20's false positive).

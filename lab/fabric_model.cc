@@ -1434,9 +1434,18 @@ void FabricModel::RecordCollisions(double dt) {
     if (!spans.empty() && std::abs(spans.back().second - now_s_) < 1e-9) spans.back().second = now_s_ + dt;
     else spans.emplace_back(now_s_, now_s_ + dt);
   };
+  // A switch's parallel links toward one switch below, which its own hash
+  // chooses among: where they collide, the collision is the sender's.
+  std::vector<bool> parallel_collides(switches_.size(), false);
+  for (size_t sw = 0; sw < switches_.size(); ++sw) {
+    std::map<int, std::vector<int>> by_sender;
+    for (int c : down[sw]) by_sender[ports_[channels_[c].from].sw].push_back(c);
+    for (const auto& [sender, links] : by_sender)
+      if (links.size() >= 2 && offer(links).collides) parallel_collides[sender] = true;
+  }
   for (size_t sw = 0; sw < switches_.size(); ++sw) {
     const Offer uplinks = offer(up[sw]), toward = offer(down[sw]);
-    if (uplinks.collides || toward.collides) record(collisions_[switches_[sw].name]);
+    if (uplinks.collides || toward.collides || parallel_collides[sw]) record(collisions_[switches_[sw].name]);
     if (uplinks.exceeds || toward.exceeds) record(oversubscribed_[switches_[sw].name]);
   }
 }

@@ -190,10 +190,11 @@ class FabricModel final {
   // utilisation over the mean of all of them (1 = perfectly even).
   double UplinkImbalance() const;
   // When flows collided on each switch's links, as [start_s, end_s)
-  // intervals: one of its uplinks, or one of the links toward it from the
-  // tier above, offered more than its capacity, and more than an even
-  // spread over that group of links would have offered it. A fact of the
-  // model, for the ground truth.
+  // intervals: one of its uplinks, one of the links toward it from the
+  // tier above, or one of its parallel links toward one switch below,
+  // offered more than its capacity, and more than an even spread over that
+  // group of links would have offered it. A fact of the model, for the
+  // ground truth.
   const std::map<std::string, std::vector<std::pair<double, double>>>& collisions() const { return collisions_; }
   // When a switch's uplinks, or the links toward it from the tier above,
   // were offered more than their capacity as a group: the traffic exceeds
