@@ -1369,6 +1369,13 @@ bool FabricModel::CanShow(const ActiveFault& fault, double dt) const {
     // polled every 2 s: every reading's interval held marks made before).
     case v1::FAULT_KIND_ECN_MISCONFIG:
       return fault.acting_since_s >= 0 && now_s_ + dt - fault.acting_since_s >= poll_interval_s_ - 1e-9;
+    // A slow link shows its speed only while it is up: one held down by
+    // another fault (its NIC down) negotiated no speed at all (a generated
+    // run, seed 63 run 83, drew a slow link on a NIC already down).
+    case v1::FAULT_KIND_DEGRADED_LINK: {
+      const int port = PortIndex(fault.spec.target());
+      return port < 0 || ports_[port].up;
+    }
     case v1::FAULT_KIND_ECMP_SKEW:
     case v1::FAULT_KIND_BUFFER_THRESHOLD:
     case v1::FAULT_KIND_LATENCY_REGRESSION:

@@ -409,6 +409,23 @@ faults:
   EXPECT_DOUBLE_EQ(model->faults()[2].observable_from_s, 1.0) << "from its start";
 }
 
+// A link slowed while its NIC is down negotiated no speed to show: the
+// truth counts it from when the link is up again, not from its onset.
+TEST(FabricModel, ASlowLinkHeldDownShowsOnlyOnceItIsUp) {
+  auto model = Model(R"(
+jobs: [{id: "1", num_hosts: 2, compute_ms: 50}]
+faults:
+  - {kind: nic_down, target: z1-r01-h1/mlx5_0, at_s: 0, duration_s: 2}
+  - {kind: degraded_link, target: z1-r01-h1/mlx5_0, at_s: 1, speed_gbps: 100}
+)");
+  for (int i = 0; i < 4; ++i) model->Step(0.5, nullptr);
+  ASSERT_EQ(model->faults().size(), 2u);
+  EXPECT_FALSE(model->faults()[1].observable) << "its link is down";
+  for (int i = 0; i < 2; ++i) model->Step(0.5, nullptr);
+  EXPECT_TRUE(model->faults()[1].observable) << "up again, at 100G";
+  EXPECT_DOUBLE_EQ(model->faults()[1].observable_from_s, 2.0);
+}
+
 // A straggler's few milliseconds on a job another fault made many times
 // slower are within its kernels' jitter: below the slowdown stragglers are
 // specified down to, it is not counted as one that could show.
