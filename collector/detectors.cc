@@ -789,30 +789,6 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       // collision.
       if (toward && (link_faulted.count(EntityDevice(hottest->e->entity)) || queue_congested.count(coldest->e->entity)))
         return;
-      auto name = [&](const Uplink& u) { return toward ? u.e->entity : u.e->entity.substr(device.size() + 1); };
-      const double interval_us = IntervalUs(*hottest->e);
-      Hit h{"ecmp_imbalance", device, v1::SEVERITY_INFO, std::min(1.0, (hottest->util / mean - 1) / 2),
-            hottest->e->ts_us - static_cast<int64_t>(interval_us)};
-      {
-        // And it lasts: a job starting or stopping between the readings of
-        // two switches shows one group's links hot and the other's idle for
-        // one reading each, and loss beyond an uplink empties it a reading
-        // before the switch that drops reports it. A collision holds once
-        // every link of the group was read again after the readings that
-        // first showed it.
-        int64_t oldest = std::numeric_limits<int64_t>::max(), newest = 0;
-        for (const Uplink& u : ups) oldest = std::min(oldest, u.e->ts_us), newest = std::max(newest, u.e->ts_us);
-        const std::string seen_key = toward ? device : StrCat(device, "|uplinks");
-        const auto seen = collision_seen_.find(seen_key);
-        const CollisionSeen first = seen != collision_seen_.end() ? seen->second : CollisionSeen{newest, h.start_us};
-        collision_seen[seen_key] = first;
-        if (seen == collision_seen_.end() || oldest <= first.newest_us) {
-          for (const Uplink& u : ups)
-            if (own_congestion(u)) collision_pending.insert(u.e->entity);
-          return;
-        }
-        h.start_us = std::min(h.start_us, first.start_us);
-      }
       // Links toward a switch that one switch above has in parallel are
       // chosen among by that switch's own hash, after the hashes upstream
       // brought the flows to it. Where the busiest is far above the mean of
@@ -836,6 +812,38 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
         } else {
           least = coldest;
         }
+      }
+      auto name = [&](const Uplink& u) { return toward ? u.e->entity : u.e->entity.substr(device.size() + 1); };
+      const double interval_us = IntervalUs(*hottest->e);
+      Hit h{"ecmp_imbalance", device, v1::SEVERITY_INFO, std::min(1.0, (hottest->util / mean - 1) / 2),
+            hottest->e->ts_us - static_cast<int64_t>(interval_us)};
+      {
+        // And it lasts: a job starting or stopping between the readings of
+        // two switches shows one group's links hot and the other's idle for
+        // one reading each, and loss beyond an uplink empties it a reading
+        // before the switch that drops reports it. A collision holds once
+        // every link of the group was read again after the readings that
+        // first showed it.
+        int64_t oldest = std::numeric_limits<int64_t>::max(), newest = 0;
+        for (const Uplink& u : ups) oldest = std::min(oldest, u.e->ts_us), newest = std::max(newest, u.e->ts_us);
+        // A collision among one sender's parallel links is the sender's,
+        // seen afresh: the same links, named by the switch below until the
+        // sender's own spread went uneven, had their own first sighting
+        // (a generated run, seed 64 run 51: a CTSW's skew at 31 s took the
+        // start of a collision toward an RTSW open since the job's start,
+        // and was ranked as older than the slowdown it caused).
+        const std::string seen_key = owner != device ? StrCat(owner, "|toward ", device)
+                                     : toward        ? device
+                                                     : StrCat(device, "|uplinks");
+        const auto seen = collision_seen_.find(seen_key);
+        const CollisionSeen first = seen != collision_seen_.end() ? seen->second : CollisionSeen{newest, h.start_us};
+        collision_seen[seen_key] = first;
+        if (seen == collision_seen_.end() || oldest <= first.newest_us) {
+          for (const Uplink& u : ups)
+            if (own_congestion(u)) collision_pending.insert(u.e->entity);
+          return;
+        }
+        h.start_us = std::min(h.start_us, first.start_us);
       }
       const bool parallel = owner != device;
       h.entity = owner;

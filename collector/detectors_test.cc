@@ -1694,6 +1694,20 @@ TEST_F(ParallelLinksTest, OneSpineCollidingOnItsOwnParallelLinksIsThatSpinesColl
   EXPECT_EQ(Active("ecmp_imbalance"), nullptr) << "spread evenly again, it clears";
 }
 
+// The links toward rack 1 collide first because the hashes upstream sent
+// its flows to z1-ctsw01 (the rack switch's finding); then z1-ctsw01's own
+// group is skewed onto one of its two links. The spine's collision begins
+// then, not when the rack switch's did.
+TEST_F(ParallelLinksTest, ASpinesCollisionOnLinksAlreadyCollidingBeginsWhenItsOwnSpreadWentUneven) {
+  Run(0, 3, {0.3, 0.3, 0.3, 0.3}, false);
+  Run(3, 8, {0.9, 0.9, 0.05, 0.05}, true);
+  ASSERT_NE(Active("ecmp_imbalance", "z1-rtsw01"), nullptr);
+  Run(8, 14, {1.0, 0.02, 0.05, 0.05}, true);
+  const auto* spine = Active("ecmp_imbalance", "z1-ctsw01");
+  ASSERT_NE(spine, nullptr);
+  EXPECT_GE(spine->start_us(), kT0 + 7 * kSecond) << "the skew's, not the rack switch's collision's";
+}
+
 // The hashes upstream sent rack 1's flows to z1-ctsw01, which spreads them
 // evenly over its two links: its links are busy and z1-ctsw02's idle. The
 // placement went wrong before the spine, and the finding names the rack
