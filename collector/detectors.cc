@@ -798,19 +798,21 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       // hashing onto 2 of its 8 links toward a rack switch was named by the
       // rack switch.)
       std::string owner = device;
-      const Uplink* least = coldest;
-      double base = mean;
+      const Uplink* least = coldest;  // the group's least loaded link
+      double base = mean;             // and the mean the links are judged against
+      size_t group = ups.size();
       if (toward) {
         const std::string sender = EntityDevice(hottest->e->entity);
         double own_sum = 0;
         size_t own = 0;
+        const Uplink* own_least = nullptr;  // ups runs busiest first
         for (const Uplink& u : ups)
-          if (EntityDevice(u.e->entity) == sender) own_sum += u.util, ++own, least = &u;
+          if (EntityDevice(u.e->entity) == sender) own_sum += u.util, ++own, own_least = &u;
         if (own >= 2 && hottest->util >= kUplinkImbalance * own_sum / static_cast<double>(own)) {
           owner = sender;
           base = own_sum / static_cast<double>(own);
-        } else {
-          least = coldest;
+          least = own_least;
+          group = own;
         }
       }
       auto name = [&](const Uplink& u) { return toward ? u.e->entity : u.e->entity.substr(device.size() + 1); };
@@ -873,8 +875,6 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       if (toward)
         for (const Uplink& u : ups)
           if (!parallel || EntityDevice(u.e->entity) == owner) toward_imbalance[u.e->entity] = key;
-      size_t group = ups.size();
-      if (parallel) group = std::count_if(ups.begin(), ups.end(), [&](const Uplink& u) { return EntityDevice(u.e->entity) == owner; });
       const std::string what =
           parallel ? StrCat(hot.size(), " of ", owner, "'s ", group, " parallel links toward ", device)
           : toward ? StrCat(hot.size(), " of the ", group, " links toward ", device, " from the tier above")
@@ -924,10 +924,13 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
     // reasons.
     auto oversubscribed = [&](const std::string& device, const std::vector<Uplink>& ups, bool toward) {
       if (ups.size() < 2 || link_faulted.count(device)) return;
-      if (toward ? std::any_of(ups.begin(), ups.end(), [&](const Uplink& u) { return toward_imbalance.count(u.e->entity) > 0; })
-                 : device_imbalance.count(device) > 0 &&
-                       (device_imbalance.at(device).uplinks || device_imbalance.at(device).toward))
+      if (toward) {
+        if (std::any_of(ups.begin(), ups.end(), [&](const Uplink& u) { return toward_imbalance.count(u.e->entity) > 0; }))
+          return;
+      } else if (const auto im = device_imbalance.find(device);
+                 im != device_imbalance.end() && (im->second.uplinks || im->second.toward)) {
         return;
+      }
       double depth = 0, marked = 0, sum = 0;
       for (const Uplink& u : ups) {
         const auto full = queue_full.find(u.e->entity);
