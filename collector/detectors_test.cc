@@ -1708,6 +1708,34 @@ TEST_F(ParallelLinksTest, ASpinesCollisionOnLinksAlreadyCollidingBeginsWhenItsOw
   EXPECT_GE(spine->start_us(), kT0 + 7 * kSecond) << "the skew's, not the rack switch's collision's";
 }
 
+// Both spines hash their flows toward rack 1 onto one of their two links
+// there: two placements went wrong, each the finding of its own spine, and
+// neither congested link is left a hot spot with no origin (a generated
+// run, seed 66 run 76: only the busiest link's spine was judged).
+TEST_F(ParallelLinksTest, TwoSpinesCollidingOnTheirOwnParallelLinksAreTwoCollisions) {
+  Run(0, 3, {0.3, 0.3, 0.3, 0.3}, false);
+  fabric_.Set(v1::SCOPE_QUEUE, kToward[2], "queue_depth_bytes", 2'000'000, std::nullopt, 3);
+  for (int s = 3; s < 8; ++s) {
+    fabric_.Add(v1::SCOPE_QUEUE, kToward[2], "queue_ecn_marked_packets", static_cast<uint64_t>(0.9 * 50e9 / 4096 / 20),
+                std::nullopt, 3);
+    Run(s, s + 1, {1.0, 0.02, 0.9, 0.05}, true);
+  }
+  const auto* first = Active("ecmp_imbalance", "z1-ctsw01");
+  const auto* second = Active("ecmp_imbalance", "z1-ctsw02");
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr) << "the second spine's collision is judged too";
+  EXPECT_EQ(Active("ecmp_imbalance", "z1-rtsw01"), nullptr);
+  ASSERT_EQ(first->evidence_size(), 1);
+  EXPECT_EQ(first->evidence(0).entity(), kToward[0]);
+  ASSERT_EQ(second->evidence_size(), 1);
+  EXPECT_EQ(second->evidence(0).entity(), kToward[2]);
+  EXPECT_NE(second->summary().find("z1-ctsw02's 2 parallel links toward z1-rtsw01"), std::string::npos)
+      << second->summary();
+  EXPECT_EQ(Count("ecn_hotspot"), 0);
+  Run(8, 15, {0.5, 0.5, 0.5, 0.5}, false);
+  EXPECT_EQ(Active("ecmp_imbalance"), nullptr) << "spread evenly again, both clear";
+}
+
 // The hashes upstream sent rack 1's flows to z1-ctsw01, which spreads them
 // evenly over its two links: its links are busy and z1-ctsw02's idle. The
 // placement went wrong before the spine, and the finding names the rack
