@@ -854,8 +854,7 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           collision_seen[seen_key] = first;
           if (seen == collision_seen_.end() || oldest <= first.newest_us) {
             for (const Uplink& u : ups)
-              if (own_congestion(u) && (owner == device || EntityDevice(u.e->entity) == owner))
-                collision_pending.insert(u.e->entity);
+              if (own_congestion(u)) collision_pending.insert(u.e->entity);
             return;
           }
           h.start_us = std::min(h.start_us, first.start_us);
