@@ -700,6 +700,20 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       const auto rx = port_rx.find(u.e->entity);
       return queue_congested.count(u.e->entity) && (rx == port_rx.end() || rx->second < s_.pause_ratio / 5);
     };
+    // Whether what was seen on a group of links under `seen_key` has
+    // lasted: every link of the group read again after the readings that
+    // first showed it. Records this evaluation's sighting; once it has
+    // lasted, `*start_us` goes back to the first sighting's start.
+    auto lasted = [&](const std::string& seen_key, const std::vector<Uplink>& ups, int64_t* start_us) {
+      int64_t oldest = std::numeric_limits<int64_t>::max(), newest = 0;
+      for (const Uplink& u : ups) oldest = std::min(oldest, u.e->ts_us), newest = std::max(newest, u.e->ts_us);
+      const auto seen = collision_seen_.find(seen_key);
+      const CollisionSeen first = seen != collision_seen_.end() ? seen->second : CollisionSeen{newest, *start_us};
+      collision_seen[seen_key] = first;
+      if (seen == collision_seen_.end() || oldest <= first.newest_us) return false;
+      *start_us = std::min(*start_us, first.start_us);
+      return true;
+    };
     // `device`'s group of links: its uplinks (`toward` false: ports of
     // `device`) or the links toward it (`toward` true: ports of the
     // switches above it).
@@ -838,8 +852,6 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           // before the switch that drops reports it. A collision holds once
           // every link of the group was read again after the readings that
           // first showed it.
-          int64_t oldest = std::numeric_limits<int64_t>::max(), newest = 0;
-          for (const Uplink& u : ups) oldest = std::min(oldest, u.e->ts_us), newest = std::max(newest, u.e->ts_us);
           // A collision among one sender's parallel links is the sender's,
           // seen afresh: the same links, named by the switch below until the
           // sender's own spread went uneven, had their own first sighting
@@ -849,15 +861,11 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
           const std::string seen_key = owner != device ? StrCat(owner, "|toward ", device)
                                        : toward        ? device
                                                        : StrCat(device, "|uplinks");
-          const auto seen = collision_seen_.find(seen_key);
-          const CollisionSeen first = seen != collision_seen_.end() ? seen->second : CollisionSeen{newest, h.start_us};
-          collision_seen[seen_key] = first;
-          if (seen == collision_seen_.end() || oldest <= first.newest_us) {
+          if (!lasted(seen_key, ups, &h.start_us)) {
             for (const Uplink& u : ups)
               if (own_congestion(u)) collision_pending.insert(u.e->entity);
             return;
           }
-          h.start_us = std::min(h.start_us, first.start_us);
         }
         const bool parallel = owner != device;
         h.entity = owner;
@@ -975,18 +983,9 @@ void Detectors::DetectPorts(int64_t now_us, const FabricContext& context, std::v
       Hit h{"oversubscription", device, v1::SEVERITY_INFO,
             std::min(1.0, depth / n / (4.0 * static_cast<double>(s_.deep_queue_bytes))),
             first->e->ts_us - static_cast<int64_t>(interval_us)};
-      {
-        int64_t oldest = std::numeric_limits<int64_t>::max(), newest = 0;
-        for (const Uplink& u : ups) oldest = std::min(oldest, u.e->ts_us), newest = std::max(newest, u.e->ts_us);
-        const std::string seen_key = StrCat(device, toward ? "|toward-full" : "|uplinks-full");
-        const auto seen = collision_seen_.find(seen_key);
-        const CollisionSeen first_seen = seen != collision_seen_.end() ? seen->second : CollisionSeen{newest, h.start_us};
-        collision_seen[seen_key] = first_seen;
-        if (seen == collision_seen_.end() || oldest <= first_seen.newest_us) {
-          for (const Uplink& u : ups) collision_pending.insert(u.e->entity);
-          return;
-        }
-        h.start_us = std::min(h.start_us, first_seen.start_us);
+      if (!lasted(StrCat(device, toward ? "|toward-full" : "|uplinks-full"), ups, &h.start_us)) {
+        for (const Uplink& u : ups) collision_pending.insert(u.e->entity);
+        return;
       }
       std::vector<std::string>& ports = oversubscribed_ports[h.Key()];
       for (const Uplink& u : ups) {
